@@ -1,0 +1,508 @@
+"""Sequence models over domain tokens, and their adapters.
+
+Every metric talks to a model through :class:`SequenceModel`, whose three batched
+primitives are all the paper's tests need:
+
+* :meth:`~SequenceModel.next_token_probs` — ``m(· | s)`` for many prefixes;
+* :meth:`~SequenceModel.score` — for each of several prefixes and each of many
+  suffixes after it, the probability of every suffix token and whether the
+  acceptance rule allows it (``x ∈ L^m(s)`` is "every token allowed");
+* :meth:`~SequenceModel.sample` — continuations drawn token by token from the model
+  restricted to allowed tokens (the paper samples only tokens above ε).
+
+Sampling is driven by uniforms the caller supplies (inverse-CDF sampling), so a
+trial's samples depend only on that trial's seed, never on how trials were batched.
+
+Adapters:
+
+* :class:`HFModel` — any Hugging Face causal LM plus a saved :class:`Vocabulary`.
+  A prefix is run once; its key/value cache is reused for every suffix scored or
+  sampled after it, in batches, with prefixes left-padded and positions set so that
+  padding never changes the numbers. :meth:`HFModel.untrained` builds a randomly
+  initialised network of a checkpoint's (or a task's) architecture.
+* :class:`TrueWorldModel` — the world itself: uniform over valid tokens.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .acceptance import AcceptanceRule
+from .dfa import REJECT, Token, World, run
+from .errors import WorldModelError
+
+Prefix = Sequence[Token]
+
+
+@dataclass
+class Scored:
+    """One suffix scored after one prefix.
+
+    ``probs[j]`` is ``m(x_j | s x_1..x_{j-1})``; ``accepted[j]`` whether the acceptance
+    rule allows that token there.
+    """
+
+    probs: np.ndarray
+    accepted: np.ndarray
+
+    def all_accepted(self) -> bool:
+        return bool(self.accepted.all())
+
+    def first_rejected(self) -> int | None:
+        bad = np.flatnonzero(~self.accepted)
+        return int(bad[0]) if len(bad) else None
+
+
+class SequenceModel(ABC):
+    """A generative model ``m: Σ* → Δ(Σ)`` over a world's tokens (batched)."""
+
+    #: Domain tokens, the columns of every distribution this model returns.
+    tokens: tuple[Token, ...] = ()
+    name: str = "model"
+
+    @abstractmethod
+    def next_token_probs(self, prefixes: Sequence[Prefix]) -> np.ndarray:
+        """``m(· | s)`` for each prefix: float array ``(len(prefixes), len(tokens))``."""
+
+    @abstractmethod
+    def score(
+        self,
+        prefixes: Sequence[Prefix],
+        suffixes: Sequence[Sequence[Sequence[Token]]],
+        acceptance: AcceptanceRule,
+    ) -> list[list[Scored]]:
+        """Score ``suffixes[i][j]`` after ``prefixes[i]``; returns the same nesting."""
+
+    @abstractmethod
+    def sample(
+        self,
+        prefixes: Sequence[Prefix],
+        uniforms: Sequence[np.ndarray],
+        acceptance: AcceptanceRule,
+        stop_tokens: frozenset[Token] = frozenset(),
+    ) -> list[list[tuple[Token, ...]]]:
+        """Continuations of each prefix; ``uniforms[i]`` is ``(n_samples, max_len)`` in [0, 1).
+
+        At each step the model's distribution is restricted to allowed tokens and
+        renormalised; the token is the inverse CDF at the step's uniform. A
+        continuation ends after ``max_len`` tokens, after a stop token, or where the
+        model allows no token.
+        """
+
+    def hidden_states(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
+        """Last-layer states: ``out[i][j]`` is the state after reading ``sequences[i][:j]``."""
+        raise WorldModelError(f"the {self.name} model has no hidden states to probe")
+
+    @property
+    def has_hidden_states(self) -> bool:
+        return False
+
+    def token_index(self) -> dict[Token, int]:
+        idx = getattr(self, "_tok_index", None)
+        if idx is None:
+            idx = {t: i for i, t in enumerate(self.tokens)}
+            self._tok_index = idx
+        return idx
+
+
+def inverse_cdf(probs: np.ndarray, allowed: np.ndarray, u: float) -> int:
+    """Index drawn from ``probs`` restricted to ``allowed`` at uniform ``u``; -1 if none allowed."""
+    w = np.where(allowed, probs, 0.0)
+    total = w.sum()
+    if total <= 0:
+        return -1
+    cdf = np.cumsum(w) / total
+    return int(min(np.searchsorted(cdf, u, side="right"), len(w) - 1))
+
+
+# ---------------------------------------------------------------------------
+# The true world model
+# ---------------------------------------------------------------------------
+
+
+class TrueWorldModel(SequenceModel):
+    """The world as a model: uniform over the valid tokens of the current state.
+
+    It satisfies exact next-token prediction (Def. 2.2) by construction, so every
+    metric must score it 1.0; that is the engine's own sanity check. After an
+    invalid prefix (or at a state with no valid token) it puts no mass anywhere.
+    """
+
+    name = "true"
+
+    def __init__(self, world: World):
+        self.world = world
+        self.tokens = tuple(world.tokens)
+
+    def _dist(self, state) -> np.ndarray:
+        p = np.zeros(len(self.tokens))
+        if state is REJECT:
+            return p
+        valid = self.world.valid_tokens(state)
+        if valid:
+            idx = self.token_index()
+            p[[idx[t] for t in valid]] = 1.0 / len(valid)
+        return p
+
+    def next_token_probs(self, prefixes):
+        return np.stack([self._dist(run(self.world, p)) for p in prefixes]) if prefixes else np.zeros((0, len(self.tokens)))
+
+    def score(self, prefixes, suffixes, acceptance):
+        idx = self.token_index()
+        out = []
+        for prefix, group in zip(prefixes, suffixes):
+            base = run(self.world, prefix)
+            row = []
+            for suffix in group:
+                dists = []
+                s = base
+                for t in suffix:
+                    dists.append(self._dist(s))
+                    s = self.world.step(s, t) if s is not REJECT else REJECT
+                if not dists:
+                    row.append(Scored(np.zeros(0), np.zeros(0, dtype=bool)))
+                    continue
+                d = np.stack(dists)
+                cols = np.array([idx.get(t, -1) for t in suffix])
+                probs = np.where(cols >= 0, d[np.arange(len(suffix)), np.maximum(cols, 0)], 0.0)
+                acc = acceptance.mask_np(d)[np.arange(len(suffix)), np.maximum(cols, 0)] & (cols >= 0)
+                row.append(Scored(probs, acc))
+            out.append(row)
+        return out
+
+    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):
+        out = []
+        for prefix, u in zip(prefixes, uniforms):
+            base = run(self.world, prefix)
+            group = []
+            for row in np.atleast_2d(u):
+                s, toks = base, []
+                for uj in row:
+                    d = self._dist(s)
+                    j = inverse_cdf(d, acceptance.mask_np(d) & (d > 0), float(uj))
+                    if j < 0:
+                        break
+                    t = self.tokens[j]
+                    toks.append(t)
+                    if t in stop_tokens:
+                        break
+                    s = self.world.step(s, t)
+                group.append(tuple(toks))
+            out.append(group)
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Vocabulary and Hugging Face models
+# ---------------------------------------------------------------------------
+
+
+class Vocabulary:
+    """Domain tokens <-> model ids. Ids 0 and 1 are ``<pad>`` and ``<bos>``.
+
+    Saved as ``vocab.json`` beside every checkpoint (the ``save_pretrained`` folder).
+    """
+
+    PAD, BOS = "<pad>", "<bos>"
+    FILE = "vocab.json"
+
+    def __init__(self, tokens: Sequence[Token], world_name: str = ""):
+        tokens = tuple(tokens)
+        if len(set(tokens)) != len(tokens):
+            raise WorldModelError("vocabulary tokens must be distinct")
+        self.tokens = tokens
+        self.world_name = world_name
+        self.specials = (self.PAD, self.BOS)
+        self.itos = self.specials + tokens
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+        self.pad_id, self.bos_id = 0, 1
+        self.offset = len(self.specials)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, seq: Sequence[Token], bos: bool = True) -> list[int]:
+        try:
+            ids = [self.stoi[t] for t in seq]
+        except KeyError as exc:
+            raise WorldModelError(f"token {exc.args[0]!r} is not in the model's vocabulary") from None
+        return [self.bos_id] + ids if bos else ids
+
+    def save(self, folder: Path) -> None:
+        data = {"tokens": list(self.tokens), "specials": list(self.specials), "world": self.world_name}
+        (Path(folder) / self.FILE).write_text(json.dumps(data, indent=1))
+
+    @classmethod
+    def load(cls, folder: Path) -> "Vocabulary":
+        path = Path(folder) / cls.FILE
+        if not path.exists():
+            raise WorldModelError(f"checkpoint {folder}: missing {cls.FILE} (not a worldmodel checkpoint?)")
+        try:
+            data = json.loads(path.read_text())
+            vocab = cls(data["tokens"], data.get("world", ""))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise WorldModelError(f"checkpoint {folder}: {cls.FILE} is malformed ({exc})") from None
+        return vocab
+
+    def check_world(self, world: World, where: str) -> None:
+        if set(self.tokens) != set(world.tokens):
+            missing = sorted(set(world.tokens) - set(self.tokens))[:5]
+            extra = sorted(set(self.tokens) - set(world.tokens))[:5]
+            raise WorldModelError(
+                f"checkpoint {where}: vocabulary does not match the {world.name} world "
+                f"({len(self.tokens)} tokens vs {len(world.tokens)}; missing e.g. {missing}, unknown e.g. {extra})"
+            )
+
+
+def gpt2_config(vocab: Vocabulary, n_layer=2, n_embd=64, n_head=4, n_positions=128, dropout=0.0, **_):
+    """A GPT-2 configuration for a vocabulary (plain values, nanoGPT style)."""
+    from transformers import GPT2Config
+
+    return GPT2Config(
+        vocab_size=len(vocab), n_positions=int(n_positions), n_embd=int(n_embd), n_layer=int(n_layer),
+        n_head=int(n_head), resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
+        bos_token_id=vocab.bos_id, eos_token_id=vocab.bos_id, pad_token_id=vocab.pad_id,
+    )
+
+
+class HFModel(SequenceModel):
+    """A Hugging Face causal LM over a :class:`Vocabulary`.
+
+    Probabilities are the softmax over the whole vocabulary, restricted to the
+    domain-token columns (mass on special tokens is simply not a domain token).
+    """
+
+    def __init__(self, model, vocab: Vocabulary, name: str = "hf", device: str | torch.device = "cpu",
+                 batch_rows: int = 512):
+        self.model = model.to(device).eval()
+        self.vocab = vocab
+        self.tokens = vocab.tokens
+        self.name = name
+        self.device = torch.device(device)
+        self.batch_rows = int(batch_rows)
+        self.max_positions = int(getattr(model.config, "n_positions", 0) or getattr(model.config, "max_position_embeddings", 1 << 30))
+
+    # -- construction ----------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, world: World | None = None, device="cpu", name=None) -> "HFModel":
+        from transformers import AutoModelForCausalLM
+
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise WorldModelError(f"checkpoint {folder} does not exist or is not a folder")
+        vocab = Vocabulary.load(folder)
+        if world is not None:
+            vocab.check_world(world, str(folder))
+        try:
+            model = AutoModelForCausalLM.from_pretrained(folder)
+        except (OSError, ValueError, RuntimeError, EnvironmentError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise WorldModelError(f"checkpoint {folder} is incomplete or corrupt: {first}") from None
+        if model.config.vocab_size != len(vocab):
+            raise WorldModelError(
+                f"checkpoint {folder}: model has {model.config.vocab_size} token ids but vocab.json has {len(vocab)}"
+            )
+        return cls(model, vocab, name=name or folder.name, device=device)
+
+    @classmethod
+    def untrained(cls, vocab: Vocabulary, model_cfg: dict, seed: int = 0, device="cpu") -> "HFModel":
+        """A randomly initialised GPT-2 of the given architecture (the paper's baseline)."""
+        from transformers import GPT2LMHeadModel
+
+        torch.manual_seed(seed)
+        return cls(GPT2LMHeadModel(gpt2_config(vocab, **model_cfg)), vocab, name="untrained", device=device)
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        self.vocab.save(folder)
+
+    # -- low level -------------------------------------------------------------
+    def _ids(self, seq: Prefix) -> list[int]:
+        ids = self.vocab.encode(seq)
+        return ids
+
+    def _check_len(self, n: int) -> None:
+        if n > self.max_positions:
+            raise WorldModelError(
+                f"sequence of {n} positions is longer than the model's context ({self.max_positions})"
+            )
+
+    @torch.no_grad()
+    def _run_prefixes(self, prefixes: Sequence[Prefix]):
+        """Left-padded forward pass over prefixes (BOS prepended).
+
+        Returns (cache, last-position log-probs [B, V_all], attention mask [B, P],
+        real lengths [B]).
+        """
+        ids = [self._ids(p) for p in prefixes]
+        lens = torch.tensor([len(x) for x in ids], device=self.device)
+        P = int(lens.max())
+        self._check_len(P)
+        batch = torch.full((len(ids), P), self.vocab.pad_id, dtype=torch.long, device=self.device)
+        mask = torch.zeros((len(ids), P), dtype=torch.long, device=self.device)
+        for i, x in enumerate(ids):
+            batch[i, P - len(x):] = torch.tensor(x, device=self.device)
+            mask[i, P - len(x):] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=batch, attention_mask=mask, position_ids=pos, use_cache=True)
+        logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
+        return out.cache, logp, mask, lens
+
+    @torch.no_grad()
+    def _extend(self, cache, rows: torch.Tensor, prefix_mask, lens, tokens: torch.Tensor, tok_mask: torch.Tensor):
+        """Run ``tokens`` [R, S] after the cached prefixes ``rows`` [R]; returns log-probs [R, S, V_all].
+
+        The cache is copied and its rows selected (repeated) so the original stays
+        reusable; positions continue from each prefix's real length.
+        """
+        c = copy.deepcopy(cache)
+        c.batch_select_indices(rows)
+        mask = torch.cat([prefix_mask[rows], tok_mask], dim=1)
+        pos = lens[rows, None] - 1 + torch.arange(1, tokens.shape[1] + 1, device=self.device)[None, :]
+        out = self.model(input_ids=tokens, attention_mask=mask, position_ids=pos, cache=c, use_cache=True)
+        return torch.log_softmax(out.logits.float(), dim=-1), out.cache, mask
+
+    def _domain(self, logp_all: torch.Tensor) -> torch.Tensor:
+        """Probabilities restricted to domain-token columns."""
+        return logp_all[..., self.vocab.offset:].exp()
+
+    # -- SequenceModel -----------------------------------------------------------
+    @torch.no_grad()
+    def next_token_probs(self, prefixes):
+        out = []
+        for i in range(0, len(prefixes), self.batch_rows):
+            _, logp, _, _ = self._run_prefixes(prefixes[i:i + self.batch_rows])
+            out.append(self._domain(logp).cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, len(self.tokens)))
+
+    @torch.no_grad()
+    def score(self, prefixes, suffixes, acceptance):
+        results: list[list[Scored | None]] = [[None] * len(g) for g in suffixes]
+        # process prefixes in chunks; within a chunk, all their suffixes in row batches
+        chunk = max(1, min(len(prefixes), 64))
+        for c0 in range(0, len(prefixes), chunk):
+            pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
+            live = [i for i in pidx if any(len(s) for s in suffixes[i])]
+            for i in pidx:
+                for j, s in enumerate(suffixes[i]):
+                    if len(s) == 0:
+                        results[i][j] = Scored(np.zeros(0), np.zeros(0, dtype=bool))
+            if not live:
+                continue
+            cache, logp0, pmask, lens = self._run_prefixes([prefixes[i] for i in live])
+            probs0 = self._domain(logp0)
+            jobs = [(k, i, j) for k, i in enumerate(live) for j, s in enumerate(suffixes[i]) if len(s)]
+            for b0 in range(0, len(jobs), self.batch_rows):
+                batch = jobs[b0:b0 + self.batch_rows]
+                sufs = [list(suffixes[i][j]) for _, i, j in batch]
+                S = max(len(s) for s in sufs)
+                self._check_len(int(lens.max()) + S)
+                ids = torch.full((len(batch), S), self.vocab.pad_id, dtype=torch.long, device=self.device)
+                tmask = torch.zeros((len(batch), S), dtype=torch.long, device=self.device)
+                for r, s in enumerate(sufs):
+                    ids[r, :len(s)] = torch.tensor(self.vocab.encode(s, bos=False), device=self.device)
+                    tmask[r, :len(s)] = 1
+                rows = torch.tensor([k for k, _, _ in batch], device=self.device)
+                if S > 1:
+                    logp, _, _ = self._extend(cache, rows, pmask, lens, ids[:, :-1], tmask[:, :-1])
+                    dist = torch.cat([probs0[rows, None, :], self._domain(logp)], dim=1)
+                else:
+                    dist = probs0[rows, None, :]
+                acc = acceptance.mask(dist)
+                dom = (ids - self.vocab.offset).clamp(min=0)
+                p = torch.gather(dist, -1, dom[..., None])[..., 0].cpu().numpy()
+                a = torch.gather(acc, -1, dom[..., None])[..., 0].cpu().numpy()
+                for r, (_, i, j) in enumerate(batch):
+                    L = len(sufs[r])
+                    results[i][j] = Scored(p[r, :L].astype(np.float64), a[r, :L].astype(bool))
+        return results  # type: ignore[return-value]
+
+    @torch.no_grad()
+    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):
+        out: list[list[tuple[Token, ...]]] = [[] for _ in prefixes]
+        stop_ids = torch.tensor(sorted(self.vocab.stoi[t] - self.vocab.offset for t in stop_tokens if t in self.vocab.stoi),
+                                dtype=torch.long, device=self.device)
+        chunk = max(1, min(len(prefixes), 64))
+        for c0 in range(0, len(prefixes), chunk):
+            pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
+            us = [np.atleast_2d(np.asarray(uniforms[i], dtype=np.float64)) for i in pidx]
+            cache, logp0, pmask, lens = self._run_prefixes([prefixes[i] for i in pidx])
+            rows = torch.tensor([k for k, u in enumerate(us) for _ in range(u.shape[0])], device=self.device)
+            T = max(u.shape[1] for u in us)
+            U = torch.ones((len(rows), T), dtype=torch.float64, device=self.device)
+            r = 0
+            for u in us:
+                U[r:r + u.shape[0], :u.shape[1]] = torch.as_tensor(u, device=self.device)
+                r += u.shape[0]
+            # max_len per row: columns beyond a prefix's uniforms are never used
+            max_len = torch.tensor([u.shape[1] for u in us for _ in range(u.shape[0])], device=self.device)
+            self._check_len(int(lens.max()) + T)
+            toks = torch.full((len(rows), T), -1, dtype=torch.long, device=self.device)
+            alive = max_len > 0
+            probs = self._domain(logp0)[rows]
+            c = copy.deepcopy(cache)
+            c.batch_select_indices(rows)
+            mask = pmask[rows]
+            pos = lens[rows] - 1
+            for t in range(T):
+                allowed = acceptance.mask(probs) & (probs > 0)
+                w = torch.where(allowed, probs, torch.zeros_like(probs)).double()
+                total = w.sum(-1)
+                alive = alive & (total > 0) & (t < max_len)
+                if not bool(alive.any()):
+                    break
+                cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
+                choice = (cdf <= U[:, t:t + 1]).sum(-1).clamp(max=probs.shape[-1] - 1)
+                toks[:, t] = torch.where(alive, choice, torch.full_like(choice, -1))
+                if len(stop_ids):
+                    alive = alive & ~torch.isin(choice, stop_ids)
+                if t == T - 1 or not bool(alive.any()):
+                    break
+                inp = (choice + self.vocab.offset).clamp(max=len(self.vocab) - 1)[:, None]
+                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=self.device)], dim=1)
+                pos = pos + 1
+                o = self.model(input_ids=inp, attention_mask=mask, position_ids=pos[:, None], cache=c, use_cache=True)
+                c = o.cache
+                probs = self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1))
+            toks_np = toks.cpu().numpy()
+            r = 0
+            for k, u in zip(pidx, us):
+                for _ in range(u.shape[0]):
+                    row = toks_np[r]
+                    n = int((row >= 0).cumprod().sum())
+                    out[k].append(tuple(self.tokens[x] for x in row[:n]))
+                    r += 1
+        return out
+
+    @property
+    def has_hidden_states(self) -> bool:
+        return True
+
+    @torch.no_grad()
+    def hidden_states(self, sequences):
+        out = []
+        for i in range(0, len(sequences), max(1, self.batch_rows // 4)):
+            group = sequences[i:i + max(1, self.batch_rows // 4)]
+            ids = [self._ids(s) for s in group]
+            L = max(len(x) for x in ids)
+            self._check_len(L)
+            batch = torch.full((len(ids), L), self.vocab.pad_id, dtype=torch.long, device=self.device)
+            mask = torch.zeros_like(batch)
+            for r, x in enumerate(ids):
+                batch[r, :len(x)] = torch.tensor(x)
+                mask[r, :len(x)] = 1
+            h = self.model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
+            h = h.float().cpu().numpy()
+            for r, x in enumerate(ids):
+                out.append(h[r, :len(x)])
+        return out

@@ -1,0 +1,139 @@
+"""State samplers: how a metric draws states and the prefixes that lead to them.
+
+Every metric trial starts from a :class:`PrefixPair`: two prefixes and the states
+they reach. Compression wants two *different* prefixes reaching the *same* state;
+distinction wants prefixes reaching two *different* states. Each domain knows how to
+draw these well (random walks on the reversed street graph, games that reach the
+same board, statements that do not narrow a set of seatings); this module holds
+the interface and the sampler for explicit DFAs, which draws prefixes uniformly
+among all words of a given length that reach the chosen state.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Hashable
+
+import numpy as np
+
+from .dfa import REJECT, ExplicitDFA, Token, World, run
+from .errors import TrialSkipped
+
+
+@dataclass(frozen=True)
+class PrefixPair:
+    """Two prefixes and the world states they reach.
+
+    ``key`` groups trials for averaging: the state for compression, the ordered pair
+    of states for distinction (the paper averages over prefix pairs within a state,
+    then over states).
+    """
+
+    key: str
+    prefix1: tuple[Token, ...]
+    prefix2: tuple[Token, ...]
+    state1: Hashable
+    state2: Hashable
+
+
+class StateSampler(ABC):
+    """Draws prefix pairs for the compression and distinction metrics."""
+
+    def __init__(self, world: World):
+        self.world = world
+
+    @abstractmethod
+    def compression_pair(self, rng: np.random.Generator) -> PrefixPair:
+        """Two different prefixes reaching the same state (raise TrialSkipped if none)."""
+
+    @abstractmethod
+    def distinction_pair(self, rng: np.random.Generator) -> PrefixPair:
+        """Two prefixes reaching different states (raise TrialSkipped if none)."""
+
+    def make_pair(self, key: str, p1, p2) -> PrefixPair:
+        """Build a pair, checking both prefixes against the world."""
+        p1, p2 = tuple(p1), tuple(p2)
+        s1, s2 = run(self.world, p1), run(self.world, p2)
+        if s1 is REJECT or s2 is REJECT:
+            raise TrialSkipped("sampled prefix is not valid in the world")
+        return PrefixPair(key, p1, p2, s1, s2)
+
+
+class ExplicitDFASampler(StateSampler):
+    """Uniform prefixes for an explicit DFA, from counts of words by length.
+
+    ``count[l, q]`` is (proportional to) the number of length-``l`` words leading from
+    the start to ``q``. A prefix of length ``l`` reaching ``q`` is drawn uniformly by
+    walking backwards: the predecessor ``(p, a)`` is chosen with probability
+    ``count[l-1, p] / count[l, q]``; this is the explicit-DFA version of the paper's
+    random walks on the reversed graph. States are drawn uniformly among those
+    reachable, the length uniformly among lengths in ``[min_len, max_len]`` that reach
+    them.
+    """
+
+    def __init__(self, world: ExplicitDFA, min_len: int = 1, max_len: int = 12):
+        super().__init__(world)
+        if min_len < 0 or max_len < min_len:
+            raise ValueError("need 0 <= min_len <= max_len")
+        self.min_len, self.max_len = min_len, max_len
+        n, V = world.delta.shape
+        # predecessors: for each target state, arrays of (source, token index)
+        src, tok = np.nonzero(world.delta >= 0)
+        dst = world.delta[src, tok]
+        self._pred = [(src[dst == q], tok[dst == q]) for q in range(n)]
+        # exact integer counts would overflow; per-layer scaling keeps ratios exact enough
+        counts = np.zeros((max_len + 1, n))
+        exact = np.zeros((max_len + 1, n), dtype=object)  # small exact counts, to know ">= 2"
+        counts[0, world.start] = 1.0
+        exact[0, world.start] = 1
+        for l in range(1, max_len + 1):
+            layer = np.zeros(n)
+            np.add.at(layer, dst, counts[l - 1, src])
+            scale = layer.max() or 1.0
+            counts[l] = layer / scale
+            ex = np.zeros(n, dtype=object)
+            for s, d in zip(src, dst):
+                ex[d] = min(ex[d] + exact[l - 1, s], 2)  # saturate: we only need 0 / 1 / many
+            exact[l] = ex
+        self._counts = counts
+        self._exact = exact
+
+    def _lengths(self, q: int, at_least: int) -> list[int]:
+        return [l for l in range(self.min_len, self.max_len + 1) if self._exact[l, q] >= at_least]
+
+    def _prefix(self, q: int, length: int, rng: np.random.Generator) -> tuple[Token, ...]:
+        toks: list[Token] = []
+        cur = q
+        for l in range(length, 0, -1):
+            src, tok = self._pred[cur]
+            w = self._counts[l - 1, src]
+            j = rng.choice(len(src), p=w / w.sum())
+            toks.append(self.world.tokens[tok[j]])
+            cur = int(src[j])
+        return tuple(reversed(toks))
+
+    def compression_pair(self, rng):
+        n = self.world.n_states
+        q = int(rng.integers(n))
+        lengths = self._lengths(q, 2)
+        if not lengths:
+            raise TrialSkipped(f"state {q} has fewer than two prefixes of length {self.min_len}-{self.max_len}")
+        length = lengths[int(rng.integers(len(lengths)))]
+        p1 = self._prefix(q, length, rng)
+        for _ in range(20):
+            p2 = self._prefix(q, length, rng)
+            if p2 != p1:
+                return self.make_pair(str(q), p1, p2)
+        raise TrialSkipped("could not draw two different prefixes to the same state")
+
+    def distinction_pair(self, rng):
+        n = self.world.n_states
+        if n < 2:
+            raise TrialSkipped("the world has a single state")
+        q1, q2 = (int(x) for x in rng.choice(n, size=2, replace=False))
+        common = sorted(set(self._lengths(q1, 1)) & set(self._lengths(q2, 1)))
+        if not common:
+            raise TrialSkipped(f"states {q1} and {q2} share no prefix length")
+        length = common[int(rng.integers(len(common)))]
+        return self.make_pair(f"{q1}|{q2}", self._prefix(q1, length, rng), self._prefix(q2, length, rng))

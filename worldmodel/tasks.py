@@ -1,0 +1,194 @@
+"""Declarative experiment specs (``tasks/*.toml``) and the domain registry.
+
+A task is one TOML file::
+
+    name = "toy-dfa"
+    domain = "toy"            # which Domain builds the world (see DOMAINS)
+    seed = 0
+    [world]    ...            # domain-specific world settings
+    [data]     ...            # how many sequences, of which kinds
+    [model]    n_layer = 2, n_embd = 64, n_head = 4, n_positions = 64
+    [train]    steps = 600, batch_size = 32, lr = 3e-3, ...
+    [evaluate] epsilon = 0.01, M = 30, k = 5, trials = 100, ...
+
+``TASK`` on the command line is a name in ``tasks/`` or a path to a TOML file.
+A :class:`Domain` turns a task into what the core needs: the world, data files,
+the state sampler and the held-out sequences. Domains are looked up lazily by name,
+so a domain's heavy imports (osmnx, an Othello engine) load only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tomllib
+from abc import ABC, abstractmethod
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .dfa import World, is_valid
+from .errors import WorldModelError
+from .sampling import StateSampler
+
+#: domain name -> "module:Class". Each module is imported only when its domain is used.
+DOMAINS: dict[str, str] = {
+    "toy": "worldmodel.worlds.toy:ToyDomain",
+    "navigation": "worldmodel.worlds.navigation.domain:NavigationDomain",
+    "othello": "worldmodel.worlds.othello.domain:OthelloDomain",
+    "seating": "worldmodel.worlds.seating.domain:SeatingDomain",
+}
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TASKS_DIR = Path(os.environ.get("WORLDMODEL_TASKS", REPO_ROOT / "tasks"))
+SPLITS = ("train", "val", "test")
+
+
+class Task:
+    """A parsed task file. ``config`` is the TOML as a dict."""
+
+    def __init__(self, name: str, path: Path, config: dict[str, Any]):
+        self.name = name
+        self.path = path
+        self.config = config
+
+    def section(self, key: str) -> dict[str, Any]:
+        value = self.config.get(key, {})
+        if not isinstance(value, dict):
+            raise WorldModelError(f"task {self.path}: [{key}] must be a table")
+        return value
+
+    @property
+    def seed(self) -> int:
+        return int(self.config.get("seed", 0))
+
+    @cached_property
+    def domain(self) -> "Domain":
+        name = self.config.get("domain")
+        if name not in DOMAINS:
+            known = ", ".join(sorted(DOMAINS))
+            raise WorldModelError(f"task {self.path}: unknown domain {name!r} (known: {known})")
+        module_name, cls_name = DOMAINS[name].split(":")
+        module = importlib.import_module(module_name)
+        return getattr(module, cls_name)(self)
+
+    @property
+    def world(self) -> World:
+        return self.domain.world
+
+    def data_dir(self, override: str | Path | None = None) -> Path:
+        """Where generated sequences live: ``--data-dir``, ``$WORLDMODEL_DATA/<task>`` or ``data/<task>``."""
+        if override is not None:
+            return Path(override)
+        base = os.environ.get("WORLDMODEL_DATA")
+        return Path(base) / self.name if base else Path("data") / self.name
+
+
+def load_task(spec: str | Path) -> Task:
+    """Load a task by name (``tasks/<name>.toml``) or by path."""
+    spec = str(spec)
+    path = Path(spec)
+    if not (path.suffix == ".toml" and path.exists()):
+        path = TASKS_DIR / f"{spec}.toml"
+    if not path.exists():
+        names = sorted(p.stem for p in TASKS_DIR.glob("*.toml"))
+        raise WorldModelError(f"unknown task {spec!r} (known: {', '.join(names)}; or give a path to a .toml file)")
+    try:
+        config = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise WorldModelError(f"task file {path} is not valid TOML: {exc}") from None
+    if "domain" not in config:
+        raise WorldModelError(f"task file {path} has no 'domain' key")
+    return Task(str(config.get("name", path.stem)), path, config)
+
+
+def read_sequences(path: Path, world: World | None = None, check: bool = True) -> list[list[str]]:
+    """Read one sequence per line, space-separated tokens; blank lines are skipped.
+
+    With a world, unknown tokens raise :class:`WorldModelError` naming the file and
+    line; with ``check`` every sequence must also be valid in the world.
+    """
+    if not path.exists():
+        raise WorldModelError(f"sequence file {path} does not exist (run `worldmodel data TASK` first?)")
+    out = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        toks = line.split()
+        if not toks:
+            continue
+        if world is not None:
+            world.check_tokens(toks, what=f"{path}:{lineno}")
+            if check and not is_valid(world, toks):
+                raise WorldModelError(f"{path}:{lineno}: sequence is not valid in the {world.name} world")
+        out.append(toks)
+    return out
+
+
+def write_sequences(path: Path, sequences) -> None:
+    """Write sequences atomically (to a temporary file, then renamed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w") as f:
+        for seq in sequences:
+            f.write(" ".join(seq) + "\n")
+    tmp.replace(path)
+
+
+class Domain(ABC):
+    """One family of worlds. Subclasses build the world, its data and its sampler.
+
+    Data layout: ``<data_dir>/<dataset>/{train,val,test}.txt``, one sequence per
+    line. Most domains have a single dataset called ``"default"``; navigation has
+    one per training distribution (shortest paths, noisy shortest paths, random
+    walks), each trained into its own model.
+    """
+
+    def __init__(self, task: Task):
+        self.task = task
+        self.cfg = task.config
+
+    # -- the world -----------------------------------------------------------
+    @abstractmethod
+    def build_world(self) -> World:
+        """Construct the world from ``self.task.section('world')``."""
+
+    @cached_property
+    def world(self) -> World:
+        return self.build_world()
+
+    @abstractmethod
+    def sampler(self) -> StateSampler:
+        """The state sampler used by compression and distinction."""
+
+    # -- data ----------------------------------------------------------------
+    def datasets(self) -> list[str]:
+        """Names of the training distributions this domain can generate."""
+        return ["default"]
+
+    @abstractmethod
+    def generate(self, dataset: str) -> dict[str, list[list[str]]]:
+        """Generate ``{"train": [...], "val": [...], "test": [...]}`` for one dataset, seeded."""
+
+    def ensure_data(self, dataset: str | None = None, data_dir: str | Path | None = None,
+                    force: bool = False) -> Path:
+        """Generate a dataset's files unless they already exist; return its folder."""
+        dataset = dataset or self.datasets()[0]
+        if dataset not in self.datasets():
+            raise WorldModelError(
+                f"task {self.task.name}: unknown dataset {dataset!r} (known: {', '.join(self.datasets())})"
+            )
+        folder = self.task.data_dir(data_dir) / dataset
+        if force or not all((folder / f"{s}.txt").exists() for s in SPLITS):
+            splits = self.generate(dataset)
+            for split in SPLITS:
+                write_sequences(folder / f"{split}.txt", splits[split])
+        return folder
+
+    def sequences(self, split: str, dataset: str | None = None,
+                  data_dir: str | Path | None = None) -> list[list[str]]:
+        folder = self.ensure_data(dataset, data_dir)
+        return read_sequences(folder / f"{split}.txt", self.world, check=False)
+
+    # -- extras --------------------------------------------------------------
+    def extra_metrics(self, model, args) -> dict:
+        """Domain-specific evaluations (e.g. navigation capabilities): name -> MetricResult."""
+        return {}
