@@ -1,0 +1,1 @@
+"""The Othello world: engine, WTHOR reader, DFA, state sampler and domain."""

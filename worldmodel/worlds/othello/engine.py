@@ -1,0 +1,410 @@
+"""Othello rules on bitboards.
+
+Squares are numbered ``index = row * n + col`` with ``row`` and ``col`` counted from 0;
+the square's name is the column letter then the row number from 1, so on 8×8 index 0 is
+``a1``, index 7 is ``h1`` and index 63 is ``h8`` (the usual notation: the standard
+opening moves of black are ``d3 c4 f5 e6``). A board is two Python ints, one bit per
+square, for the discs of each colour.
+
+Rules implemented here (and nowhere else in the package):
+
+* a move is legal for the side to move when it is on an empty square and brackets at
+  least one straight run of opposing discs in one of the 8 directions with a disc of
+  its own; every bracketed run flips;
+* passes are implicit: after a move, if the opponent has a legal move the opponent
+  moves next, otherwise if the mover has one the mover moves again, otherwise the game
+  is over. There is no pass token.
+
+Two engines share these rules:
+
+* scalar functions on Python ints (:func:`legal_moves`, :func:`flips`, :func:`play`,
+  :class:`Position`) for any even board size; the :class:`~.world.OthelloWorld` uses them;
+* :func:`random_games`, a batched generator of uniformly random legal games on numpy
+  ``uint64`` arrays (board sizes up to 8×8), for data sets of 10^5–10^6 games.
+
+Random games are defined by uniforms, so any implementation can reproduce them: game
+``g`` of a run with seed ``s`` reads the row ``g`` of :func:`game_uniforms`; at its
+``t``-th move (passes consume nothing) it plays the ``floor(u[t] * L)``-th legal move in
+increasing square order, where ``L`` is the number of legal moves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from ...errors import WorldModelError
+
+BLACK, WHITE = 0, 1
+#: ``side`` of a finished game (nobody is to move).
+GAME_OVER = -1
+#: Rows of uniforms drawn per random-number stream (see :func:`game_uniforms`).
+CHUNK = 4096
+
+
+# ---------------------------------------------------------------------------
+# Board geometry
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Masks and shifts for an ``n × n`` board (``n`` even, 4 ≤ n ≤ 26)."""
+
+    n: int
+
+    def __post_init__(self):
+        if not isinstance(self.n, int) or self.n < 4 or self.n % 2 or self.n > 26:
+            raise WorldModelError(f"Othello board size must be an even number from 4 to 26, got {self.n!r}")
+
+    @property
+    def squares(self) -> int:
+        return self.n * self.n
+
+    @property
+    def full(self) -> int:
+        return (1 << self.squares) - 1
+
+    def column_mask(self, col: int) -> int:
+        return sum(1 << (r * self.n + col) for r in range(self.n))
+
+    @property
+    def directions(self) -> tuple[tuple[int, int], ...]:
+        """``(shift, source mask)`` for the 8 directions; a positive shift moves bits up.
+
+        The source mask drops the discs that would wrap around the board's edge.
+        """
+        return _directions(self.n)
+
+    def start(self) -> tuple[int, int]:
+        """``(black, white)`` bitboards of the standard start (d5 e4 black, d4 e5 white on 8×8)."""
+        m, n = self.n // 2, self.n
+        white = (1 << ((m - 1) * n + m - 1)) | (1 << (m * n + m))
+        black = (1 << (m * n + m - 1)) | (1 << ((m - 1) * n + m))
+        return black, white
+
+    def centre(self) -> int:
+        b, w = self.start()
+        return b | w
+
+    # names --------------------------------------------------------------------
+    def name(self, index: int) -> str:
+        if not 0 <= index < self.squares:
+            raise WorldModelError(f"square index {index} is off the {self.n}x{self.n} board")
+        return "abcdefghijklmnopqrstuvwxyz"[index % self.n] + str(index // self.n + 1)
+
+    def index(self, name: str) -> int:
+        """Square index of a name like ``"f5"``; WorldModelError if it is not on the board."""
+        idx = _name_index(self.n).get(name)
+        if idx is None:
+            raise WorldModelError(f"{name!r} is not a square of the {self.n}x{self.n} Othello board")
+        return idx
+
+
+@lru_cache(maxsize=None)
+def _directions(n: int) -> tuple[tuple[int, int], ...]:
+    g = Geometry(n)
+    full = g.full
+    not_first = full & ~g.column_mask(0)
+    not_last = full & ~g.column_mask(n - 1)
+    return (
+        (1, not_last),          # east
+        (-1, not_first),        # west
+        (n, full),              # north (row + 1)
+        (-n, full),             # south
+        (n + 1, not_last),      # north-east
+        (n - 1, not_first),     # north-west
+        (-n + 1, not_last),     # south-east
+        (-n - 1, not_first),    # south-west
+    )
+
+
+@lru_cache(maxsize=None)
+def _name_index(n: int) -> dict[str, int]:
+    g = Geometry(n)
+    return {g.name(i): i for i in range(g.squares)}
+
+
+def _shift(x: int, d: int, mask: int, full: int) -> int:
+    x &= mask
+    return (x << d) & full if d > 0 else x >> -d
+
+
+def bits(x: int) -> Iterator[int]:
+    """Indices of the set bits of ``x``, increasing."""
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
+
+
+# ---------------------------------------------------------------------------
+# Scalar rules on Python ints
+# ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1 << 16)
+def legal_moves(n: int, own: int, opp: int) -> int:
+    """Bitboard of the legal moves of the side owning ``own`` against ``opp``."""
+    full = (1 << (n * n)) - 1
+    empty = full & ~(own | opp)
+    moves = 0
+    for d, mask in _directions(n):
+        run = _shift(own, d, mask, full) & opp
+        for _ in range(n - 3):
+            run |= _shift(run, d, mask, full) & opp
+        moves |= _shift(run, d, mask, full) & empty
+    return moves
+
+
+def flips(n: int, own: int, opp: int, square: int) -> int:
+    """Bitboard of the discs that playing ``square`` (an index) for ``own`` flips (0: illegal)."""
+    full = (1 << (n * n)) - 1
+    move = 1 << square
+    if (own | opp) & move:
+        return 0
+    out = 0
+    for d, mask in _directions(n):
+        run = _shift(move, d, mask, full) & opp
+        if not run:
+            continue
+        for _ in range(n - 3):
+            run |= _shift(run, d, mask, full) & opp
+        if _shift(run, d, mask, full) & own:
+            out |= run
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A board and the side to move, after implicit passes are resolved.
+
+    ``side`` is :data:`BLACK`, :data:`WHITE` or :data:`GAME_OVER` (neither side can
+    move). Positions are hashable and equal exactly when board and side are equal.
+    """
+
+    n: int
+    black: int
+    white: int
+    side: int
+
+    @classmethod
+    def start(cls, n: int = 8) -> "Position":
+        black, white = Geometry(n).start()
+        return cls(n, black, white, BLACK)
+
+    @property
+    def over(self) -> bool:
+        return self.side == GAME_OVER
+
+    def own_opp(self) -> tuple[int, int]:
+        """``(discs of the side to move, discs of the other side)``; black's view when over."""
+        return (self.white, self.black) if self.side == WHITE else (self.black, self.white)
+
+    def legal(self) -> int:
+        """Bitboard of legal moves (0 when the game is over)."""
+        if self.side == GAME_OVER:
+            return 0
+        own, opp = self.own_opp()
+        return legal_moves(self.n, own, opp)
+
+    def legal_list(self) -> list[int]:
+        return list(bits(self.legal()))
+
+    def play(self, square: int) -> "Position | None":
+        """The position after the side to move plays ``square``; None if illegal."""
+        if self.side == GAME_OVER or not 0 <= square < self.n * self.n:
+            return None
+        own, opp = self.own_opp()
+        if not (legal_moves(self.n, own, opp) >> square) & 1:
+            return None
+        f = flips(self.n, own, opp, square)
+        own, opp = own | f | (1 << square), opp & ~f
+        mover = self.side
+        if legal_moves(self.n, opp, own):
+            side = 1 - mover
+        elif legal_moves(self.n, own, opp):
+            side = mover  # the opponent passes
+        else:
+            side = GAME_OVER
+        black, white = (own, opp) if mover == BLACK else (opp, own)
+        return Position(self.n, black, white, side)
+
+    def counts(self) -> tuple[int, int]:
+        return self.black.bit_count(), self.white.bit_count()
+
+    def render(self) -> str:
+        """The board as text, row n at the top, ``X`` black, ``O`` white, ``.`` empty."""
+        g = Geometry(self.n)
+        lines = []
+        for r in range(self.n - 1, -1, -1):
+            row = []
+            for c in range(self.n):
+                i = r * self.n + c
+                row.append("X" if (self.black >> i) & 1 else "O" if (self.white >> i) & 1 else ".")
+            lines.append(f"{r + 1:>2} " + " ".join(row))
+        lines.append("   " + " ".join(g.name(c)[0] for c in range(self.n)))
+        side = {BLACK: "black", WHITE: "white", GAME_OVER: "nobody (game over)"}[self.side]
+        return "\n".join(lines) + f"\n{side} to move"
+
+    @classmethod
+    def from_text(cls, rows: Sequence[str], side: int) -> "Position":
+        """Build a position from rows of ``X``/``O``/``.``, top row first (row n first).
+
+        Meant for tests and examples; the side is taken as given (no pass resolution).
+        """
+        n = len(rows)
+        black = white = 0
+        for k, line in enumerate(rows):
+            cells = line.split() if " " in line.strip() else list(line.strip())
+            if len(cells) != n:
+                raise WorldModelError(f"board row {k + 1} has {len(cells)} cells, expected {n}")
+            r = n - 1 - k
+            for c, ch in enumerate(cells):
+                if ch in "XxBb":
+                    black |= 1 << (r * n + c)
+                elif ch in "OoWw":
+                    white |= 1 << (r * n + c)
+                elif ch != ".":
+                    raise WorldModelError(f"board row {k + 1}: unknown cell {ch!r}")
+        Geometry(n)
+        return cls(n, black, white, side)
+
+
+def replay(moves: Iterable[int], n: int = 8) -> list[Position]:
+    """Positions after each move (``out[0]`` is the start); raises on an illegal move."""
+    pos = Position.start(n)
+    out = [pos]
+    for t, sq in enumerate(moves):
+        nxt = pos.play(sq)
+        if nxt is None:
+            raise WorldModelError(f"move {t + 1} ({Geometry(n).name(sq) if 0 <= sq < n * n else sq}) is illegal")
+        pos = nxt
+        out.append(pos)
+    return out
+
+
+def perft(pos: Position, depth: int) -> int:
+    """Number of legal move sequences of exactly ``depth`` moves from ``pos`` (passes implicit)."""
+    if depth == 0:
+        return 1
+    return sum(perft(pos.play(sq), depth - 1) for sq in pos.legal_list())
+
+
+# ---------------------------------------------------------------------------
+# Batched random games on numpy uint64
+# ---------------------------------------------------------------------------
+
+
+def game_uniforms(seed: int, chunk: int, rows: int, max_moves: int) -> np.ndarray:
+    """Uniforms of chunk ``chunk`` (games ``chunk*CHUNK`` ...) of a run with ``seed``."""
+    return np.random.default_rng([int(seed), int(chunk)]).random((rows, max_moves))
+
+
+def _np_shift(x: np.ndarray, d: int, mask: np.uint64, full: np.uint64) -> np.ndarray:
+    x = x & mask
+    return (x << np.uint64(d)) & full if d > 0 else x >> np.uint64(-d)
+
+
+def _np_legal(n: int, own: np.ndarray, opp: np.ndarray, dirs, full: np.uint64) -> np.ndarray:
+    empty = ~(own | opp) & full
+    moves = np.zeros_like(own)
+    for d, mask in dirs:
+        run = _np_shift(own, d, mask, full) & opp
+        for _ in range(n - 3):
+            run |= _np_shift(run, d, mask, full) & opp
+        moves |= _np_shift(run, d, mask, full) & empty
+    return moves
+
+
+def _np_flips(n: int, own: np.ndarray, opp: np.ndarray, move: np.ndarray, dirs, full: np.uint64) -> np.ndarray:
+    out = np.zeros_like(own)
+    for d, mask in dirs:
+        run = _np_shift(move, d, mask, full) & opp
+        for _ in range(n - 3):
+            run |= _np_shift(run, d, mask, full) & opp
+        closed = (_np_shift(run, d, mask, full) & own) != 0
+        out |= np.where(closed, run, np.uint64(0))
+    return out
+
+
+def _random_games_block(n: int, u: np.ndarray) -> list[list[int]]:
+    """Play one block of games, one per row of uniforms ``u``; returns square indices."""
+    rows, max_moves = u.shape
+    full = np.uint64((1 << (n * n)) - 1)
+    dirs = [(d, np.uint64(m)) for d, m in _directions(n)]
+    b0, w0 = Geometry(n).start()
+    own = np.full(rows, b0, dtype=np.uint64)   # side to move
+    opp = np.full(rows, w0, dtype=np.uint64)
+    live = np.ones(rows, dtype=bool)
+    moves_all = _np_legal(n, own, opp, dirs, full)  # legal moves of the side to move
+    record = np.full((rows, max_moves), -1, dtype=np.int16)
+    shifts = np.arange(n * n, dtype=np.uint64)
+    for t in range(max_moves):
+        idx = np.flatnonzero(live)
+        if len(idx) == 0:
+            break
+        o, p, moves = own[idx], opp[idx], moves_all[idx]
+        count = np.bitwise_count(moves).astype(np.int64)
+        pick = np.minimum((u[idx, t] * count).astype(np.int64), count - 1)
+        onehot = ((moves[:, None] >> shifts[None, :]) & np.uint64(1)).astype(np.int8)
+        square = np.argmax(np.cumsum(onehot, axis=1, dtype=np.int8) > pick[:, None], axis=1)
+        record[idx, t] = square
+        move = np.uint64(1) << square.astype(np.uint64)
+        f = _np_flips(n, o, p, move, dirs, full)
+        o = o | f | move
+        p = p & ~f
+        # implicit passes: the opponent moves if it can, else the mover again, else the end
+        opp_moves = _np_legal(n, p, o, dirs, full)
+        opp_can = opp_moves != 0
+        own_moves = np.zeros_like(opp_moves)
+        stuck = np.flatnonzero(~opp_can)
+        if len(stuck):
+            own_moves[stuck] = _np_legal(n, o[stuck], p[stuck], dirs, full)
+        own[idx] = np.where(opp_can, p, o)
+        opp[idx] = np.where(opp_can, o, p)
+        moves_all[idx] = np.where(opp_can, opp_moves, own_moves)
+        live[idx] = opp_can | (own_moves != 0)
+    return [[int(s) for s in row[row >= 0]] for row in record]
+
+
+def random_games(n_games: int, size: int = 8, seed: int = 0, progress: bool = False) -> list[list[int]]:
+    """``n_games`` uniformly random legal games (square indices), reproducible from ``seed``.
+
+    Batched on numpy ``uint64`` bitboards, so ``size`` must be at most 8. Games are
+    played in blocks of :data:`CHUNK`; block ``c`` reads ``game_uniforms(seed, c, ...)``,
+    so the first ``k`` games do not depend on ``n_games``.
+    """
+    Geometry(size)
+    if size > 8:
+        raise WorldModelError(f"the batched random-game generator handles boards up to 8x8, not {size}x{size}")
+    if n_games < 0:
+        raise WorldModelError(f"number of games must be >= 0, got {n_games}")
+    max_moves = size * size - 4
+    out: list[list[int]] = []
+    chunks = range((n_games + CHUNK - 1) // CHUNK)
+    if progress:
+        from tqdm import tqdm
+
+        chunks = tqdm(chunks, desc=f"random {size}x{size} games", unit="block")
+    for c in chunks:
+        rows = min(CHUNK, n_games - c * CHUNK)
+        out.extend(_random_games_block(size, game_uniforms(seed, c, rows, max_moves)))
+    return out
+
+
+def random_game_scalar(u: np.ndarray, size: int = 8) -> list[int]:
+    """One random game from one row of uniforms with the scalar engine (same rule as the batch)."""
+    pos = Position.start(size)
+    out = []
+    for t in range(len(u)):
+        if pos.over:
+            break
+        legal = pos.legal_list()
+        sq = legal[min(int(u[t] * len(legal)), len(legal) - 1)]
+        out.append(sq)
+        pos = pos.play(sq)
+    return out
