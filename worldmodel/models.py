@@ -97,6 +97,16 @@ class SequenceModel(ABC):
         model allows no token.
         """
 
+    def prefix_probs(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
+        """``out[i][j] = m(· | sequences[i][:j])`` for ``j = 0..len``: every prefix of every sequence."""
+        flat = [tuple(s[:j]) for s in sequences for j in range(len(s) + 1)]
+        probs = self.next_token_probs(flat)
+        out, r = [], 0
+        for s in sequences:
+            out.append(probs[r:r + len(s) + 1])
+            r += len(s) + 1
+        return out
+
     def hidden_states(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
         """Last-layer states: ``out[i][j]`` is the state after reading ``sequences[i][:j]``."""
         raise WorldModelError(f"the {self.name} model has no hidden states to probe")
@@ -484,25 +494,36 @@ class HFModel(SequenceModel):
                     r += 1
         return out
 
-    @property
-    def has_hidden_states(self) -> bool:
-        return True
-
     @torch.no_grad()
-    def hidden_states(self, sequences):
-        out = []
-        for i in range(0, len(sequences), max(1, self.batch_rows // 4)):
-            group = sequences[i:i + max(1, self.batch_rows // 4)]
+    def _full_forward(self, sequences, hidden: bool):
+        step = max(1, self.batch_rows // 4)
+        for i in range(0, len(sequences), step):
+            group = sequences[i:i + step]
             ids = [self._ids(s) for s in group]
             L = max(len(x) for x in ids)
             self._check_len(L)
             batch = torch.full((len(ids), L), self.vocab.pad_id, dtype=torch.long, device=self.device)
             mask = torch.zeros_like(batch)
             for r, x in enumerate(ids):
-                batch[r, :len(x)] = torch.tensor(x)
+                batch[r, :len(x)] = torch.tensor(x, device=self.device)
                 mask[r, :len(x)] = 1
-            h = self.model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
-            h = h.float().cpu().numpy()
-            for r, x in enumerate(ids):
-                out.append(h[r, :len(x)])
-        return out
+            out = self.model(input_ids=batch, attention_mask=mask, output_hidden_states=hidden)
+            yield ids, out
+
+    def prefix_probs(self, sequences):
+        res = []
+        for ids, out in self._full_forward(sequences, hidden=False):
+            p = self._domain(torch.log_softmax(out.logits.float(), dim=-1)).cpu().numpy()
+            res.extend(p[r, :len(x)] for r, x in enumerate(ids))
+        return res
+
+    @property
+    def has_hidden_states(self) -> bool:
+        return True
+
+    def hidden_states(self, sequences):
+        res = []
+        for ids, out in self._full_forward(sequences, hidden=True):
+            h = out.hidden_states[-1].float().cpu().numpy()
+            res.extend(h[r, :len(x)] for r, x in enumerate(ids))
+        return res

@@ -1,0 +1,236 @@
+"""``worldmodel`` command line.
+
+    worldmodel data TASK [--dataset NAME] [--force]
+    worldmodel train TASK --out DIR [--dataset NAME] [--steps N]
+    worldmodel evaluate TASK (--checkpoint DIR | --model true|untrained)
+                        [--metrics compression,distinction,next-token,probe]
+                        [--trials N] [--epsilon E | --acceptance SPEC] [--out FILE]
+
+``TASK`` is a name in ``tasks/`` or a path to a TOML file. Domains add their own
+commands (``reconstruct``, ``detours``, ``llm-eval``, ...) through extension
+modules with a ``register(subparsers)`` function.
+
+Bad input stops with one line ``worldmodel: error: ...`` and exit code 2; pass
+``--debug`` for the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from .errors import WorldModelError
+
+#: Modules that add subcommands; a module that is not installed is skipped.
+EXTENSIONS = (
+    "worldmodel.worlds.navigation.cli",
+    "worldmodel.worlds.othello.cli",
+    "worldmodel.worlds.seating.cli",
+)
+
+
+def _metrics_arg(text: str) -> list[str]:
+    from .metrics import ALL_METRICS
+
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in ALL_METRICS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown metric(s) {bad}; choose from {','.join(ALL_METRICS)}")
+    return names
+
+
+def cmd_data(args) -> int:
+    from .tasks import SPLITS, load_task
+
+    task = load_task(args.task)
+    names = [args.dataset] if args.dataset else task.domain.datasets()
+    for name in names:
+        folder = task.domain.ensure_data(name, args.data_dir, force=args.force)
+        counts = {s: sum(1 for _ in (folder / f"{s}.txt").open()) for s in SPLITS}
+        print(f"{task.name}/{name}: {folder} " + " ".join(f"{s}={n}" for s, n in counts.items()))
+    return 0
+
+
+def cmd_train(args) -> int:
+    from .tasks import load_task
+    from .train import train
+
+    task = load_task(args.task)
+    out = Path(args.out)
+    summary = train(task, out, dataset=args.dataset, steps=args.steps, data_dir=args.data_dir,
+                    seed=args.seed, progress=not args.no_progress)
+    print(f"saved {out} ({summary['n_params']:,} parameters, {summary['steps']} steps, "
+          f"final loss {summary['final_loss']:.4f}, val loss {summary['final_val_loss']}, "
+          f"{summary['tokens_per_s']:.0f} tokens/s)")
+    return 0
+
+
+def build_model(task, checkpoint: str | None, model: str | None, seed: int = 0, device: str = "cpu"):
+    """The model to evaluate: a checkpoint, the true world model, or an untrained network."""
+    from .models import HFModel, TrueWorldModel, Vocabulary
+
+    world = task.world
+    if checkpoint:
+        return HFModel.from_pretrained(checkpoint, world, device=device)
+    if model == "true":
+        return TrueWorldModel(world)
+    if model == "untrained":
+        return HFModel.untrained(Vocabulary(world.tokens, world.name), task.section("model"), seed=seed, device=device)
+    raise WorldModelError("give --checkpoint DIR or --model true|untrained")
+
+
+def evaluation_settings(task, args):
+    from .acceptance import Epsilon, parse_acceptance
+    from .metrics import Settings
+
+    cfg = dict(task.section("evaluate"))
+    for key in ("trials", "M", "k", "seed"):
+        if getattr(args, key, None) is not None:
+            cfg[key] = getattr(args, key)
+    settings = Settings.from_dict(cfg)
+    if args.acceptance:
+        settings.acceptance = parse_acceptance(args.acceptance)
+    elif args.epsilon is not None:
+        settings.acceptance = Epsilon(args.epsilon)
+    boundary = getattr(task.domain, "boundary", None)
+    if boundary and "boundary" not in cfg:
+        settings.boundary = boundary
+    return settings
+
+
+def evaluate(task, model, metrics, settings, out: Path | None, dataset: str | None = None,
+             data_dir=None, progress: bool = True, extra_args=None) -> dict:
+    """Run the chosen metrics; with ``out``, log trials beside it (resumable) and write the summary."""
+    from . import metrics as M
+    from .results import TrialLog
+
+    domain = task.domain
+    world = domain.world
+    dataset = dataset or domain.datasets()[0]
+    results = {}
+    base_settings = {"task": task.name, "model": getattr(model, "source", model.name), **settings.to_dict()}
+
+    def log(name):
+        if out is None:
+            return None
+        return TrialLog(out.with_name(out.stem + f".{name}.trials.jsonl"), {**base_settings, "metric": name})
+
+    if "compression" in metrics:
+        results["compression_precision"] = M.compression(world, model, domain.sampler(), settings, log("compression"), progress)
+    if "distinction" in metrics:
+        results.update(M.distinction(world, model, domain.sampler(), settings, log("distinction"), progress))
+    if "next-token" in metrics:
+        seqs = domain.sequences("test", dataset, data_dir)
+        results["next_token"] = M.next_token(world, model, seqs, settings, log("next-token"), progress)
+    if "probe" in metrics:
+        seqs = domain.sequences("train", dataset, data_dir)
+        results["probe"] = M.probe(world, model, seqs, settings, progress)
+    for name, res in domain.extra_metrics(model, extra_args).items():
+        results[name] = res
+    summary = {
+        "task": task.name, "model": getattr(model, "source", model.name), "dataset": dataset,
+        "settings": settings.to_dict(),
+        "metrics": {k: (v.to_dict() if hasattr(v, "to_dict") else v) for k, v in results.items()},
+    }
+    if out is not None:
+        from .results import write_json_atomic
+
+        write_json_atomic(out, summary)
+    return summary
+
+
+def cmd_evaluate(args) -> int:
+    from .metrics import ALL_METRICS
+    from .results import MetricResult, markdown_table
+    from .tasks import load_task
+    from .train import checkpoint_dataset
+
+    task = load_task(args.task)
+    if bool(args.checkpoint) == bool(args.model):
+        raise WorldModelError("give exactly one of --checkpoint DIR or --model true|untrained")
+    settings = evaluation_settings(task, args)
+    model = build_model(task, args.checkpoint, args.model, seed=settings.seed, device=args.device)
+    model.source = str(args.checkpoint) if args.checkpoint else args.model
+    dataset = args.dataset or (checkpoint_dataset(args.checkpoint) if args.checkpoint else None)
+    metrics = args.metrics or list(ALL_METRICS)
+    out = Path(args.out) if args.out else None
+    summary = evaluate(task, model, metrics, settings, out, dataset, args.data_dir, not args.no_progress, args)
+    rows = {model.source: {k: MetricResult(k, **v) for k, v in summary["metrics"].items()}}
+    print(markdown_table(rows))
+    if out is not None:
+        print(f"wrote {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="worldmodel", description="Does a sequence model recover the world it was trained on?")
+    p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("data", help="generate a task's sequence files")
+    d.add_argument("task")
+    d.add_argument("--dataset", help="one dataset (default: all of the task's datasets)")
+    d.add_argument("--data-dir", help="folder for data (default: $WORLDMODEL_DATA/<task> or data/<task>)")
+    d.add_argument("--force", action="store_true", help="regenerate even if the files exist")
+    d.set_defaults(func=cmd_data)
+
+    t = sub.add_parser("train", help="train a GPT-2 on a task's data")
+    t.add_argument("task")
+    t.add_argument("--out", required=True, help="checkpoint folder to write")
+    t.add_argument("--dataset")
+    t.add_argument("--steps", type=int)
+    t.add_argument("--seed", type=int)
+    t.add_argument("--data-dir")
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("evaluate", help="compression, distinction, next-token and probe metrics")
+    e.add_argument("task")
+    e.add_argument("--checkpoint", help="a folder written by `worldmodel train`")
+    e.add_argument("--model", choices=["true", "untrained"])
+    e.add_argument("--metrics", type=_metrics_arg, help="comma-separated subset of compression,distinction,next-token,probe")
+    e.add_argument("--trials", type=int)
+    e.add_argument("--epsilon", type=float, help="acceptance threshold (default 0.01)")
+    e.add_argument("--acceptance", help="epsilon:E, top-k:K or top-p:P (overrides --epsilon)")
+    e.add_argument("--M", type=int, help="model samples per prefix (default 30)")
+    e.add_argument("--k", type=int, help="true-boundary suffix length (default 5)")
+    e.add_argument("--seed", type=int)
+    e.add_argument("--dataset", help="held-out data for next-token and probe (default: the checkpoint's)")
+    e.add_argument("--data-dir")
+    e.add_argument("--device", default="cpu")
+    e.add_argument("--out", help="summary JSON; trials are logged beside it and a rerun resumes")
+    e.add_argument("--no-progress", action="store_true")
+    e.set_defaults(func=cmd_evaluate)
+
+    for name in EXTENSIONS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                continue  # extension not present in this install
+            raise
+        module.register(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args) or 0)
+    except WorldModelError as exc:
+        if debug:
+            raise
+        print(f"worldmodel: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("worldmodel: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""The metric engine: Myhill–Nerode compression and distinction, next-token test, probe.
+
+Notation (Vafa et al. 2024, §2). A model ``m`` generates ``L^m(s)``: the suffixes
+whose every token it allows after ``s`` (under an :class:`AcceptanceRule`, by
+default ``m(a|·) > ε = 0.01``). The world's states ``q`` generate ``L^W(q)``.
+
+* **Boundaries.** For two states, the true boundary ``MNB^W(q1, q2)`` is the set of
+  minimal suffixes valid from ``q1`` and not from ``q2``. For two prefixes, the
+  model's boundary ``MNB^m(s1, s2)`` is the set of minimal suffixes in
+  ``L^m(s1) \\ L^m(s2)``.
+* **Precision** ``= |MNB^m(s1,s2) ∩ (L^W(q1) \\ L^W(q2))| / |MNB^m(s1,s2)|``: of the
+  differences the model draws, the share that are real.
+* **Recall** ``= |MNB^W(q1,q2) ∩ (L^m(s1) \\ L^m(s2))| / |MNB^W(q1,q2)|``: of the
+  real differences, the share the model draws.
+
+**Compression precision** uses prefix pairs reaching the *same* state (``q1 = q2``),
+where the true boundary is empty, so precision is 1 exactly when the model's
+boundary is empty. It is estimated from ``M`` continuations sampled from the model
+after ``s1`` (each token allowed): the pair scores 1 when every one of them is
+also allowed, token by token, after ``s2``, else 0.
+
+**Distinction** uses pairs reaching *different* states. Precision: the model's
+boundary is estimated from ``M`` continuations sampled after ``s1``: each one's
+shortest prefix not allowed after ``s2`` is a boundary element; the score is the
+share of the distinct elements valid from ``q1`` and invalid from ``q2``. Recall:
+the true boundary, exact up to length ``k`` (or, for worlds too large to enumerate,
+sampled from ``M`` random valid continuations), checked against the model after
+``s1`` and ``s2``. Following the authors' code, an empty model boundary gives
+precision 1 and an empty true boundary gives recall 1; both cases are counted in
+each trial's record (``model_boundary_size`` / ``true_boundary_size``).
+
+Averaging as in the paper: over prefix pairs per state (pair), then over states;
+the standard error is over states. Each trial draws everything (its prefixes,
+the uniforms that drive the model's sampling) from its own seed, derived from the
+run seed and its index, so trials can be batched, interrupted and resumed freely.
+
+The **next-token test** asks, on every prefix of held-out sequences, whether the
+model's top-1 token is valid in the world. The **current-state probe** fits a
+linear map from the model's last hidden layer to the world's state labels
+(:meth:`World.probe_targets`) and reports held-out accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Hashable, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .acceptance import AcceptanceRule, Epsilon, parse_acceptance
+from .dfa import REJECT, World, exact_boundary, first_rejection, run, sampled_boundary
+from .errors import TrialSkipped, WorldModelError
+from .models import SequenceModel
+from .results import MetricResult, TrialLog, aggregate, trial_seed
+from .sampling import PrefixPair, StateSampler
+
+ALL_METRICS = ("compression", "distinction", "next-token", "probe")
+
+
+@dataclass
+class Settings:
+    """Metric settings; defaults are the paper's (ε = 0.01, M = 30, k = 5)."""
+
+    acceptance: AcceptanceRule = field(default_factory=Epsilon)
+    M: int = 30  #: model continuations sampled per prefix
+    k: int = 5  #: maximal length of true-boundary suffixes (exact boundary)
+    trials: int = 100  #: prefix pairs (compression, distinction) or sequences (next-token)
+    max_sample_len: int = 100  #: cap on the length of sampled continuations
+    boundary: str = "exact"  #: "exact" (enumerate to length k) or "sampled" (M random continuations)
+    boundary_len: int | None = None  #: length of sampled true-boundary continuations (default: max_sample_len)
+    max_boundary: int | None = None  #: score at most this many true-boundary suffixes (sampled without replacement)
+    batch_trials: int = 16  #: trials whose model calls are batched together
+    seed: int = 0
+    probe_sequences: int = 1000
+    probe_epochs: int = 100
+    probe_lr: float = 0.01
+    probe_batch: int = 2048
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["acceptance"] = self.acceptance.spec()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Settings":
+        d = dict(d)
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(d) - known - {"epsilon"}
+        if unknown:
+            raise WorldModelError(f"unknown evaluate setting(s): {', '.join(sorted(unknown))}")
+        if "epsilon" in d:
+            d["acceptance"] = Epsilon(float(d.pop("epsilon")))
+        if "acceptance" in d:
+            d["acceptance"] = parse_acceptance(d["acceptance"])
+        return cls(**d)
+
+
+def _context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
+    """How many tokens may follow a prefix within the model's context (BOS counted)."""
+    cap = getattr(model, "max_positions", None)
+    if cap is None:
+        return want
+    return max(0, min(want, int(cap) - prefix_len - 1))
+
+
+class _Runner:
+    """Shared trial loop: seeds, resume, batching, progress."""
+
+    def __init__(self, name: str, settings: Settings, log: TrialLog | None, progress: bool):
+        self.name = name
+        self.s = settings
+        self.log = log or TrialLog(None, {})
+        self.progress = progress
+
+    def run(self, n: int, draw: Callable[[int, np.random.Generator], object],
+            evaluate_batch: Callable[[list], list[dict]]) -> list[dict]:
+        todo = [i for i in range(n) if i not in self.log.done]
+        bar = tqdm(total=n, initial=n - len(todo), desc=self.name, disable=not self.progress, leave=False)
+        for c0 in range(0, len(todo), self.s.batch_trials):
+            items = []
+            for i in todo[c0:c0 + self.s.batch_trials]:
+                seed = trial_seed(self.s.seed, self.name, i)
+                rng = np.random.default_rng(seed)
+                base = {"trial": i, "seed": seed}
+                try:
+                    items.append((base, draw(i, rng), rng))
+                except TrialSkipped as exc:
+                    self.log.append({**base, "status": "skipped", "reason": exc.reason})
+            if items:
+                for rec in evaluate_batch(items):
+                    self.log.append(rec)
+            bar.update(len(todo[c0:c0 + self.s.batch_trials]))
+        bar.close()
+        return self.log.trials(n)
+
+
+def _uniforms(rng: np.random.Generator, s: Settings) -> np.ndarray:
+    return rng.random((s.M, s.max_sample_len))
+
+
+def _pair_fields(pair: PrefixPair, world: World) -> dict:
+    return {"key": pair.key, "pair": " ".join(pair.prefix1) + " || " + " ".join(pair.prefix2),
+            "prefix1": list(pair.prefix1), "prefix2": list(pair.prefix2),
+            "state1": world.state_key(pair.state1), "state2": world.state_key(pair.state2)}
+
+
+def compression(world: World, model: SequenceModel, sampler: StateSampler, settings: Settings,
+                log: TrialLog | None = None, progress: bool = True) -> MetricResult:
+    """Sequence compression precision (pairs of prefixes reaching one state)."""
+    s = settings
+    runner = _Runner("compression", s, log, progress)
+
+    def draw(i, rng):
+        pair = sampler.compression_pair(rng)
+        if pair.state1 != pair.state2:
+            raise WorldModelError("sampler returned a compression pair with two different states")
+        if pair.prefix1 == pair.prefix2:
+            raise TrialSkipped("sampler returned the same prefix twice")
+        return pair, _uniforms(rng, s)
+
+    def batch(items):
+        pairs = [it[1][0] for it in items]
+        us = [it[1][1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
+              for it, p in zip(items, pairs)]
+        samples = model.sample([p.prefix1 for p in pairs], us, s.acceptance, world.stop_tokens)
+        scored = model.score([p.prefix2 for p in pairs], samples, s.acceptance)
+        out = []
+        for (base, (pair, _), _), group, sc in zip(items, samples, scored):
+            bad = [i for i, x in enumerate(sc) if not x.all_accepted()]
+            rec = {**base, "status": "ok", **_pair_fields(pair, world), "score": float(not bad),
+                   "n_samples": len(group), "n_rejected_after_prefix2": len(bad)}
+            if bad:
+                x, j = group[bad[0]], sc[bad[0]].first_rejected()
+                rec["example"] = list(x[: j + 1])
+            out.append(rec)
+        return out
+
+    trials = runner.run(s.trials, draw, batch)
+    return aggregate("compression_precision", trials)
+
+
+def distinction(world: World, model: SequenceModel, sampler: StateSampler, settings: Settings,
+                log: TrialLog | None = None, progress: bool = True) -> dict[str, MetricResult]:
+    """Sequence distinction precision and recall (pairs of prefixes reaching two states)."""
+    s = settings
+    runner = _Runner("distinction", s, log, progress)
+
+    def draw(i, rng):
+        pair = sampler.distinction_pair(rng)
+        if pair.state1 == pair.state2:
+            raise WorldModelError("sampler returned a distinction pair reaching one state")
+        u = _uniforms(rng, s)
+        if s.boundary == "exact":
+            true_b = exact_boundary(world, pair.state1, pair.state2, s.k)
+        elif s.boundary == "sampled":
+            true_b = sampled_boundary(world, pair.state1, pair.state2, s.M, s.boundary_len or s.max_sample_len, rng)
+        else:
+            raise WorldModelError(f"boundary must be 'exact' or 'sampled', not {s.boundary!r}")
+        true_size = len(true_b)
+        if s.max_boundary is not None and len(true_b) > s.max_boundary:
+            keep = rng.choice(len(true_b), size=s.max_boundary, replace=False)
+            true_b = [true_b[i] for i in sorted(keep)]
+        return pair, u, true_b, true_size
+
+    def batch(items):
+        draws = [it[1] for it in items]
+        pairs = [d[0] for d in draws]
+        us = [d[1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
+              for d, p in zip(draws, pairs)]
+        samples = model.sample([p.prefix1 for p in pairs], us, s.acceptance, world.stop_tokens)
+        # one batched scoring call: samples after s2, true boundary after s1 and after s2
+        prefixes = [p.prefix2 for p in pairs] + [p.prefix1 for p in pairs] + [p.prefix2 for p in pairs]
+        groups = list(samples) + [d[2] for d in draws] + [d[2] for d in draws]
+        scored = model.score(prefixes, groups, s.acceptance)
+        n = len(pairs)
+        out = []
+        for t, ((base, _, _), (pair, _, true_b, true_size)) in enumerate(zip(items, draws)):
+            after2 = scored[t]
+            model_b = set()
+            for x, sc in zip(samples[t], after2):
+                j = sc.first_rejected()
+                if j is not None:
+                    model_b.add(tuple(x[: j + 1]))
+            if model_b:
+                correct = [
+                    first_rejection(world, pair.state1, x) is None and first_rejection(world, pair.state2, x) is not None
+                    for x in model_b
+                ]
+                precision = float(np.mean(correct))
+            else:
+                precision = 1.0
+            if true_b:
+                acc1 = [x.all_accepted() for x in scored[n + t]]
+                acc2 = [x.all_accepted() for x in scored[2 * n + t]]
+                recall = float(np.mean([a and not b for a, b in zip(acc1, acc2)]))
+            else:
+                recall = 1.0
+            out.append({**base, "status": "ok", **_pair_fields(pair, world),
+                        "scores": {"distinction_precision": precision, "distinction_recall": recall},
+                        "model_boundary_size": len(model_b), "true_boundary_size": true_size,
+                        "true_boundary_scored": len(true_b)})
+        return out
+
+    trials = runner.run(s.trials, draw, batch)
+    return {
+        "distinction_precision": aggregate("distinction_precision", trials, "distinction_precision"),
+        "distinction_recall": aggregate("distinction_recall", trials, "distinction_recall"),
+    }
+
+
+def next_token(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]], settings: Settings,
+               log: TrialLog | None = None, progress: bool = True) -> MetricResult:
+    """Share of prefixes of held-out sequences whose top-1 next token is valid.
+
+    One trial per sequence (the first ``settings.trials`` sequences): its score is
+    the share of its prefixes ``x[:j]`` (``j = 0..len-1``) at which the model's most
+    probable token is valid from the state reached.
+    """
+    s = settings
+    runner = _Runner("next-token", s, log, progress)
+    seqs = list(sequences)[: s.trials]
+    if not seqs:
+        raise WorldModelError("next-token test: no held-out sequences")
+
+    def draw(i, rng):
+        return i
+
+    def batch(items):
+        idx = [it[1] for it in items]
+        probs = model.prefix_probs([seqs[i] for i in idx])
+        out = []
+        for (base, i, _), p in zip(items, probs):
+            seq = seqs[i]
+            state = world.initial_state()
+            ok = []
+            for j in range(len(seq)):
+                top = model.tokens[int(np.argmax(p[j]))] if p[j].max() > 0 else None
+                ok.append(top is not None and world.step(state, top) is not REJECT)
+                state = world.step(state, seq[j])
+                if state is REJECT:
+                    raise WorldModelError(f"held-out sequence {i} is not valid in the {world.name} world")
+            out.append({**base, "status": "ok", "key": str(i), "pair": str(i), "score": float(np.mean(ok)),
+                        "n_prefixes": len(ok)})
+        return out
+
+    trials = runner.run(len(seqs), draw, batch)
+    return aggregate("next_token", trials)
+
+
+def probe(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]], settings: Settings,
+          progress: bool = True) -> MetricResult:
+    """Current-state probe: a linear map from the last hidden layer to state labels.
+
+    Examples are all positions ``j ≥ 1`` of the given sequences (the state after
+    reading ``x[:j]``), split 80/20 by sequence; one multinomial logistic regression
+    per target (Adam, ``probe_lr``, ``probe_epochs``, batches of ``probe_batch``).
+    Reports held-out accuracy averaged over targets; the standard error is the
+    binomial one over held-out positions.
+    """
+    s = settings
+    if not model.has_hidden_states:
+        return MetricResult("probe", float("nan"), float("nan"), 0, 1, 0, {f"{model.name} model has no hidden states": 1})
+    seqs = list(sequences)[: s.probe_sequences]
+    feats, labels, owner = [], [], []
+    hidden = model.hidden_states(seqs)
+    for i, (seq, h) in enumerate(zip(seqs, hidden)):
+        state = world.initial_state()
+        for j, tok in enumerate(seq, 1):
+            state = world.step(state, tok)
+            if state is REJECT:
+                break
+            y = world.probe_targets(state)
+            if y is None:
+                continue
+            feats.append(h[j])
+            labels.append(np.asarray(y, dtype=np.int64))
+            owner.append(i)
+    if not feats:
+        return MetricResult("probe", float("nan"), float("nan"), 0, 1, 0, {f"the {world.name} world defines no probe targets": 1})
+    X = torch.tensor(np.stack(feats), dtype=torch.float32)
+    Y = torch.tensor(np.stack(labels))
+    owner_arr = np.array(owner)
+    rng = np.random.default_rng(trial_seed(s.seed, "probe", 0))
+    order = rng.permutation(len(seqs))
+    test_seq = set(order[: max(1, len(seqs) // 5)].tolist())
+    test_mask = torch.tensor([o in test_seq for o in owner_arr])
+    if test_mask.all() or not test_mask.any():
+        return MetricResult("probe", float("nan"), float("nan"), 0, 1, 0, {"too few sequences to split 80/20": 1})
+    mu, sd = X[~test_mask].mean(0), X[~test_mask].std(0) + 1e-6
+    X = (X - mu) / sd
+    n_targets = Y.shape[1]
+    n_classes = int(Y.max()) + 1
+    torch.manual_seed(trial_seed(s.seed, "probe", 1))
+    lin = torch.nn.Linear(X.shape[1], n_targets * n_classes)
+    opt = torch.optim.Adam(lin.parameters(), lr=s.probe_lr)
+    Xtr, Ytr = X[~test_mask], Y[~test_mask]
+    for _ in tqdm(range(s.probe_epochs), desc="probe", disable=not progress, leave=False):
+        perm = torch.randperm(len(Xtr))
+        for b in range(0, len(Xtr), s.probe_batch):
+            idx = perm[b:b + s.probe_batch]
+            logits = lin(Xtr[idx]).view(len(idx), n_targets, n_classes)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, n_classes), Ytr[idx].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        Xte, Yte = X[test_mask], Y[test_mask]
+        pred = lin(Xte).view(len(Xte), n_targets, n_classes).argmax(-1)
+        acc = float((pred == Yte).float().mean())
+    n = int(test_mask.sum())
+    return MetricResult("probe", acc, math.sqrt(max(acc * (1 - acc), 0.0) / n), n, 0, len(test_seq))

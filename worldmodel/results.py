@@ -1,0 +1,230 @@
+"""Metric results: trial logs (JSON lines, resumable), aggregation and summary tables.
+
+A metric is a list of trials. Each trial is a dict with at least
+
+* ``trial`` — its index, ``seed`` — the seed derived from the run seed and index;
+* ``status`` — ``"ok"`` or ``"skipped"`` (with ``reason``);
+* ``key`` — the group it is averaged in (the state, or the ordered pair of states);
+* ``pair`` — the prefix pair within that group;
+* ``score`` — the trial's value (for several metrics from one trial, ``scores``:
+  a dict metric name -> value).
+
+Aggregation follows the paper: average the trials of each prefix pair, then the
+pairs of each group, then the groups. The standard error is the sample standard
+deviation of the group means over the square root of their number.
+
+:class:`TrialLog` appends trials to a ``.jsonl`` file as they finish. Its first line
+records the run's settings; opening an existing log with the same settings resumes
+it (completed trials are not run again), opening it with other settings is an
+error rather than a silent mix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from .errors import WorldModelError
+
+
+@dataclass
+class MetricResult:
+    """Aggregate of one metric: mean, standard error, trials run and not run."""
+
+    name: str
+    mean: float
+    stderr: float
+    n: int
+    n_failed: int
+    n_groups: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("name")
+        return d
+
+    def cell(self) -> str:
+        if self.n == 0:
+            return "n/a"
+        return f"{self.mean:.2f} ({self.stderr:.2f})"
+
+
+def _clean(x: float) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def aggregate(name: str, trials: Iterable[dict], score_key: str | None = None) -> MetricResult:
+    """Average trials per prefix pair, then per group, then over groups.
+
+    ``score_key`` picks ``trial["scores"][score_key]`` instead of ``trial["score"]``;
+    a trial whose score for this metric is missing or None counts as not run, with
+    the trial's ``reasons[score_key]`` (or ``reason``) as the cause.
+    """
+    by_group: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    failures: Counter[str] = Counter()
+    n_ok = 0
+    for t in trials:
+        if t.get("status") != "ok":
+            failures[str(t.get("reason", "unknown"))] += 1
+            continue
+        score = t.get("scores", {}).get(score_key) if score_key else t.get("score")
+        if score is None:
+            reason = (t.get("reasons") or {}).get(score_key) if score_key else None
+            failures[str(reason or t.get("reason") or "no score")] += 1
+            continue
+        n_ok += 1
+        by_group[str(t.get("key", t.get("trial")))][str(t.get("pair", t.get("trial")))].append(float(score))
+    group_means = [
+        float(np.mean([np.mean(v) for v in pairs.values()])) for pairs in by_group.values()
+    ]
+    n_groups = len(group_means)
+    if n_groups == 0:
+        mean, se = float("nan"), float("nan")
+    else:
+        mean = float(np.mean(group_means))
+        se = float(np.std(group_means, ddof=1) / math.sqrt(n_groups)) if n_groups > 1 else 0.0
+    return MetricResult(name, mean, se, n_ok, int(sum(failures.values())), n_groups, dict(failures))
+
+
+def trial_seed(run_seed: int, metric: str, index: int) -> int:
+    """A seed for one trial that depends only on the run seed, the metric and the index."""
+    ss = np.random.SeedSequence([int(run_seed), _stable_hash(metric), int(index)])
+    return int(ss.generate_state(1, dtype=np.uint32)[0])
+
+
+def _stable_hash(text: str) -> int:
+    h = 2166136261
+    for ch in text.encode():
+        h = ((h ^ ch) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+class TrialLog:
+    """Append-only JSON-lines log of trials with resume.
+
+    ``TrialLog(path, settings)``: if ``path`` exists its header must equal
+    ``settings`` (else :class:`WorldModelError`); trials already in it are
+    available as :attr:`done` (index -> trial) and are not run again. A truncated
+    last line (a run killed mid-write) is ignored.
+    """
+
+    def __init__(self, path: str | Path | None, settings: dict[str, Any]):
+        self.path = Path(path) if path else None
+        self.settings = json.loads(json.dumps(settings))
+        self.done: dict[int, dict] = {}
+        self._fh = None
+        if self.path is None:
+            return
+        if self.path.exists() and self.path.stat().st_size > 0:
+            lines = self.path.read_text().splitlines()
+            try:
+                header = json.loads(lines[0])
+            except json.JSONDecodeError:
+                raise WorldModelError(f"trial log {self.path} is corrupt (bad header line)") from None
+            if header.get("settings") != self.settings:
+                raise WorldModelError(
+                    f"trial log {self.path} was written with other settings; "
+                    "delete it or choose another --out to start a new run"
+                )
+            good = [lines[0]]
+            for line in lines[1:]:
+                try:
+                    t = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # a run killed mid-line: drop the fragment
+                self.done[int(t["trial"])] = t
+                good.append(line)
+            if len(good) != len(lines):
+                self.path.write_text("\n".join(good) + "\n")
+
+    def _open(self):
+        if self._fh is None and self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            self._fh = self.path.open("a")
+            if new:
+                self._fh.write(json.dumps({"settings": self.settings}) + "\n")
+                self._fh.flush()
+        return self._fh
+
+    def append(self, trial: dict) -> None:
+        self.done[int(trial["trial"])] = trial
+        fh = self._open()
+        if fh is not None:
+            fh.write(json.dumps(trial, default=_json_default) + "\n")
+            fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def trials(self, n: int | None = None) -> list[dict]:
+        idx = sorted(self.done) if n is None else [i for i in range(n) if i in self.done]
+        return [self.done[i] for i in idx]
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, (np.ndarray,)):
+        return obj.tolist()
+    if isinstance(obj, (tuple, set, frozenset)):
+        return list(obj)
+    return str(obj)
+
+
+# ---------------------------------------------------------------------------
+# Summaries
+# ---------------------------------------------------------------------------
+
+METRIC_COLUMNS = [
+    ("next_token", "Next-token"),
+    ("probe", "Probe"),
+    ("compression_precision", "Compr. P"),
+    ("distinction_precision", "Dist. P"),
+    ("distinction_recall", "Dist. R"),
+]
+
+
+def markdown_table(rows: dict[str, dict[str, MetricResult | dict]], columns=None) -> str:
+    """A Markdown table: one row per model, one column per metric, "mean (stderr)"."""
+    columns = columns or [c for c in METRIC_COLUMNS if any(c[0] in r for r in rows.values())]
+    extra = []
+    for r in rows.values():
+        for k in r:
+            if k not in [c[0] for c in columns] and k not in [e[0] for e in extra]:
+                extra.append((k, k.replace("_", " ")))
+    columns = list(columns) + extra
+    head = "| Model | " + " | ".join(c[1] for c in columns) + " |"
+    sep = "|---|" + "|".join("---" for _ in columns) + "|"
+    lines = [head, sep]
+    for model, metrics in rows.items():
+        cells = []
+        for key, _ in columns:
+            m = metrics.get(key)
+            if m is None:
+                cells.append("—")
+            elif isinstance(m, MetricResult):
+                cells.append(m.cell())
+            else:
+                cells.append("n/a" if not m.get("n") else f"{m['mean']:.2f} ({m['stderr']:.2f})")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=_json_default))
+    tmp.replace(path)
