@@ -1,0 +1,489 @@
+"""Map reconstruction: the street graph a set of traversals implies (the paper's Algorithm 1).
+
+Input: traversals ``origin destination dir dir ... end`` (one token list each, as in the
+navigation data files) and the true :class:`StreetMap`. Output: a graph on the same
+vertex set that makes as many traversals valid as the constraints allow.
+
+The algorithm walks each sequence on the *current map*, which is the true map plus the
+new edges added so far:
+
+* a step whose ``(node, direction)`` exists in the current map is followed (a true
+  edge is marked *used*);
+* at the first step that does not exist, a new edge is added from the current node,
+  labelled with that step's direction. Its target is the candidate node that greedily
+  maximises the number of the sequence's later steps that become valid, plus one when
+  the whole rest of the sequence becomes valid and ends at the sequence's destination
+  (the ``end`` token is then valid too). Ties go to the nearer candidate, then to the
+  node listed first in ``map.nodes``. The walk then continues from the chosen target.
+
+Constraints on a new edge ``u --d--> v``:
+
+* at most one outgoing edge per direction per node (automatic: an edge is only ever
+  added where ``(u, d)`` is missing from the current map);
+* the out-degree of ``u`` in the reconstructed graph stays ``<= max_degree``. The
+  out-degree counts *all* true edges out of ``u`` (used or not) plus the new ones, so
+  the result does not depend on the order in which true edges happen to be used;
+* the great-circle length ``|u v| <= max_distance_m`` (default half a mile); ``v != u``.
+
+A sequence that cannot be made consistent (no admissible candidate at some step, or its
+walk ends somewhere other than its destination) is *failed*: every edge it added is
+removed again and none of the true edges it used count as used.
+
+Lines that do not end in ``end``, name an unknown node or direction, or hold fewer
+than three tokens are *malformed*: counted by reason and skipped.
+
+Speed: node positions are 3D unit vectors in a ``scipy.spatial.cKDTree``; each node's
+candidate list (within range, sorted by distance) is computed once and cached. Scoring
+simulates the rest of the sequence for all candidates at once with numpy on an integer
+transition table, so nothing is copied per candidate. ``scripts/bench_reconstruct.py``
+compares this with a straightforward implementation and asserts identical results.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ...errors import WorldModelError
+
+#: The eight compass directions, in the order the navigation world uses.
+DIRECTIONS: tuple[str, ...] = ("N", "S", "E", "W", "NE", "NW", "SE", "SW")
+END = "end"
+MILE_M = 1609.344
+#: Mean Earth radius in metres (IUGG), used for every great-circle length here.
+EARTH_RADIUS_M = 6_371_008.8
+
+
+def great_circle_m(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Great-circle (haversine) distance in metres between two (lat, lon) points in degrees."""
+    lat1, lon1 = math.radians(a[0]), math.radians(a[1])
+    lat2, lon2 = math.radians(b[0]), math.radians(b[1])
+    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
+    return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(h)))
+
+
+def distance_mm(a: tuple[float, float], latlon: np.ndarray) -> np.ndarray:
+    """Great-circle metres from point ``a`` to each row of ``latlon`` ``[n, 2]``, rounded to mm.
+
+    The greedy search compares candidate distances (the range limit and tie-breaks) on
+    these rounded values, so any correct evaluation of the haversine formula (vectorised
+    or scalar) gives the same choices.
+    """
+    lat1, lon1 = math.radians(a[0]), math.radians(a[1])
+    lat2, lon2 = np.radians(latlon[:, 0]), np.radians(latlon[:, 1])
+    h = np.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * np.cos(lat2) * np.sin((lon2 - lon1) / 2) ** 2
+    return np.round(2 * EARTH_RADIUS_M * np.arcsin(np.minimum(1.0, np.sqrt(h))), 3)
+
+
+def unit_vectors(latlon: np.ndarray) -> np.ndarray:
+    """(lat, lon) degrees ``[n, 2]`` -> points on the unit sphere ``[n, 3]``."""
+    lat = np.radians(latlon[:, 0])
+    lon = np.radians(latlon[:, 1])
+    return np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
+
+
+# ---------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Parsed:
+    """A well-formed traversal as integer ids: node indices and direction indices."""
+
+    index: int  # position in the input
+    origin: int
+    destination: int
+    dirs: list[int]
+
+
+def parse_sequences(
+    sequences: Iterable[Sequence[str]], node_index: dict[str, int]
+) -> tuple[list[Parsed], dict[int, str]]:
+    """Split token lists into well-formed traversals and ``{input index: reason}`` for the rest."""
+    dir_index = {d: i for i, d in enumerate(DIRECTIONS)}
+    good: list[Parsed] = []
+    bad: dict[int, str] = {}
+    for i, seq in enumerate(sequences):
+        toks = list(seq)
+        reason = None
+        if len(toks) < 3:
+            reason = "too short"
+        elif toks[-1] != END:
+            reason = "does not end in 'end'"
+        elif toks[0] not in node_index or toks[1] not in node_index:
+            reason = "unknown origin or destination node"
+        else:
+            dirs = [dir_index.get(t, -1) for t in toks[2:-1]]
+            if any(d < 0 for d in dirs):
+                reason = "unknown direction (or 'end' before the last token)"
+        if reason is not None:
+            bad[i] = reason
+            continue
+        good.append(Parsed(i, node_index[toks[0]], node_index[toks[1]], dirs))
+    return good, bad
+
+
+# ---------------------------------------------------------------------------
+# Result
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class NewEdge:
+    u: str
+    direction: str
+    v: str
+    length_m: float
+    sequence: int  # index of the input sequence that added it
+
+
+@dataclass
+class Reconstruction:
+    """The reconstructed graph and what each sequence did.
+
+    ``status[i]`` is, for input sequence ``i``: ``"valid"`` (valid on the true map, no new
+    edge needed by it), ``"used"`` (consistent only with new edges or with edges added by
+    earlier sequences), ``"failed: <reason>"`` or ``"malformed: <reason>"``.
+    """
+
+    street_map: object
+    max_degree: int
+    max_distance_m: float
+    new_edges: list[NewEdge]
+    true_used: set[tuple[str, str]]
+    status: list[str]
+    malformed: dict[str, int] = field(default_factory=dict)
+
+    def edge_list(self) -> list[dict]:
+        """Every edge of the reconstructed graph plus the unused true edges, typed.
+
+        ``type`` is ``"true-used"``, ``"true-unused"`` or ``"new"``; lengths in metres
+        (true edges: the map's street length; new edges: great-circle).
+        """
+        m = self.street_map
+        out = []
+        for (u, d), v in sorted(m.edges.items()):
+            kind = "true-used" if (u, d) in self.true_used else "true-unused"
+            length = m.lengths.get((u, d)) if hasattr(m, "lengths") else None
+            out.append({"u": u, "direction": d, "v": v, "type": kind,
+                        "length_m": None if length is None else float(length)})
+        for e in self.new_edges:
+            out.append({"u": e.u, "direction": e.direction, "v": e.v, "type": "new",
+                        "length_m": round(e.length_m, 3), "added_by": e.sequence})
+        return out
+
+    def stats(self) -> dict:
+        n_total = len(self.status)
+        count = lambda prefix: sum(1 for s in self.status if s.startswith(prefix))  # noqa: E731
+        failed: dict[str, int] = {}
+        for s in self.status:
+            if s.startswith("failed: "):
+                r = s[len("failed: "):]
+                failed[r] = failed.get(r, 0) + 1
+        lengths = np.array([e.length_m for e in self.new_edges], dtype=float)
+        by_dir = {d: 0 for d in DIRECTIONS}
+        for e in self.new_edges:
+            by_dir[e.direction] += 1
+        n_true = len(self.street_map.edges)
+        bins = [0, 100, 200, 400, 800, 1600]
+        hist = {}
+        for lo, hi in zip(bins[:-1], bins[1:]):
+            hist[f"{lo}-{hi} m"] = int(((lengths >= lo) & (lengths < hi)).sum())
+        hist[f">={bins[-1]} m"] = int((lengths >= bins[-1]).sum())
+        length_summary = None
+        if len(lengths):
+            length_summary = {
+                "min": float(lengths.min()), "p25": float(np.percentile(lengths, 25)),
+                "median": float(np.median(lengths)), "mean": float(lengths.mean()),
+                "p75": float(np.percentile(lengths, 75)), "max": float(lengths.max()),
+            }
+        return {
+            "sequences": n_total,
+            "malformed": sum(self.malformed.values()),
+            "malformed_by_reason": dict(self.malformed),
+            "well_formed": n_total - sum(self.malformed.values()),
+            "valid_on_true_map": count("valid"),
+            "used": count("valid") + count("used"),
+            "failed": count("failed"),
+            "failed_by_reason": failed,
+            "true_edges": n_true,
+            "true_edges_used": len(self.true_used),
+            "true_edges_unused": n_true - len(self.true_used),
+            "new_edges": len(self.new_edges),
+            "new_edges_by_direction": by_dir,
+            "new_edge_length_m": length_summary,
+            "new_edge_length_histogram": hist,
+            "max_degree": self.max_degree,
+            "max_distance_m": self.max_distance_m,
+        }
+
+
+def format_stats(stats: dict) -> str:
+    """A small plain-text table of the headline numbers."""
+    rows = [
+        ("sequences", stats["sequences"]),
+        ("malformed (skipped)", stats["malformed"]),
+        ("valid on the true map", stats["valid_on_true_map"]),
+        ("used (consistent)", stats["used"]),
+        ("failed", stats["failed"]),
+        ("true edges used", f"{stats['true_edges_used']} / {stats['true_edges']}"),
+        ("true edges unused", stats["true_edges_unused"]),
+        ("new edges", stats["new_edges"]),
+    ]
+    ls = stats.get("new_edge_length_m")
+    if ls:
+        rows.append(("new edge length median (m)", f"{ls['median']:.0f}"))
+        rows.append(("new edge length mean / max (m)", f"{ls['mean']:.0f} / {ls['max']:.0f}"))
+    w = max(len(k) for k, _ in rows)
+    lines = [f"{k.ljust(w)}  {v}" for k, v in rows]
+    for r, n in sorted(stats.get("failed_by_reason", {}).items()):
+        lines.append(f"{('  failed: ' + r).ljust(w)}  {n}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# The algorithm
+# ---------------------------------------------------------------------------
+
+
+class Reconstructor:
+    """Reusable state for reconstructing on one map (the spatial index is built once)."""
+
+    def __init__(self, street_map, max_degree: int = 4, max_distance_m: float = 0.5 * MILE_M):
+        if max_degree < 1:
+            raise WorldModelError(f"max degree must be at least 1, got {max_degree}")
+        if not max_distance_m > 0:
+            raise WorldModelError(f"max new-edge distance must be positive, got {max_distance_m}")
+        nodes = list(street_map.nodes)
+        if not nodes:
+            raise WorldModelError("map reconstruction needs a map with at least one node")
+        self.map = street_map
+        self.nodes = nodes
+        self.index = {n: i for i, n in enumerate(nodes)}
+        self.max_degree = int(max_degree)
+        self.max_distance_m = float(max_distance_m)
+        dir_index = {d: i for i, d in enumerate(DIRECTIONS)}
+        n = len(nodes)
+        self.true_table = np.full((n, len(DIRECTIONS)), -1, dtype=np.int64)
+        for (u, d), v in street_map.edges.items():
+            if u not in self.index or v not in self.index or d not in dir_index:
+                raise WorldModelError(f"map edge ({u!r}, {d!r}) -> {v!r} names an unknown node or direction")
+            self.true_table[self.index[u], dir_index[d]] = self.index[v]
+        self.true_degree = (self.true_table >= 0).sum(axis=1)
+        # positions (nodes without coordinates can neither get nor be a new edge's end)
+        coords = street_map.coords
+        self.latlon: list[tuple[float, float] | None] = [
+            (float(coords[x][0]), float(coords[x][1])) if x in coords else None for x in nodes
+        ]
+        self._located = np.array([i for i, c in enumerate(self.latlon) if c is not None], dtype=np.int64)
+        self._tree = None
+        if len(self._located):
+            from scipy.spatial import cKDTree
+
+            pts = unit_vectors(np.array([self.latlon[i] for i in self._located], dtype=float))
+            self._tree = cKDTree(pts)
+            self._pts = pts
+            self._pos_in_tree = {int(i): k for k, i in enumerate(self._located)}
+        self._latlon_arr = np.array([c if c is not None else (np.nan, np.nan) for c in self.latlon], dtype=float)
+        self._cand_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    # -- candidates --------------------------------------------------------------
+    def candidates(self, u: int) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes ``v != u`` within range of ``u``, sorted by (distance, index); and their distances.
+
+        Distances are great-circle metres rounded to the millimetre (:func:`distance_mm`),
+        so that ties and the range limit do not depend on floating-point evaluation order.
+        """
+        hit = self._cand_cache.get(u)
+        if hit is not None:
+            return hit
+        cu = self.latlon[u]
+        if cu is None or self._tree is None:
+            out = (np.zeros(0, dtype=np.int64), np.zeros(0))
+        else:
+            # chord length for the great-circle radius, with slack; exact filter below
+            chord = 2 * math.sin(min(math.pi / 2, self.max_distance_m / (2 * EARTH_RADIUS_M)))
+            near = self._located[self._tree.query_ball_point(self._pts[self._pos_in_tree[u]], chord * (1 + 1e-6) + 1e-12)]
+            near = near[near != u]
+            dist = distance_mm(cu, self._latlon_arr[near])
+            keep = dist <= self.max_distance_m
+            near, dist = near[keep], dist[keep]
+            order = np.lexsort((near, dist))
+            out = (near[order], dist[order])
+        self._cand_cache[u] = out
+        return out
+
+    # -- the walk ------------------------------------------------------------------
+    def run(self, sequences: Iterable[Sequence[str]], progress: bool = False) -> Reconstruction:
+        """Reconstruct the graph implied by ``sequences`` (token lists), in input order."""
+        seqs = list(sequences)
+        parsed, bad = parse_sequences(seqs, self.index)
+        status = [""] * len(seqs)
+        malformed: dict[str, int] = {}
+        for i, reason in bad.items():
+            status[i] = "malformed: " + reason
+            malformed[reason] = malformed.get(reason, 0) + 1
+
+        table = self.true_table.copy()  # current map: true edges + new edges (numpy, for scoring)
+        rows = table.tolist()  # the same, as Python lists (fast scalar lookups in the walk)
+        true_rows = self.true_table.tolist()
+        degree = self.true_degree.astype(np.int64).tolist()
+        new_edges: dict[tuple[int, int], tuple[int, int]] = {}  # (u, d) -> (v, sequence index)
+        used_true: set[int] = set()  # u * 8 + d
+        n_dir = len(DIRECTIONS)
+
+        it = parsed
+        if progress:
+            from tqdm import tqdm
+
+            it = tqdm(parsed, desc="reconstruct", unit="seq")
+        for seq in it:
+            cur = seq.origin
+            dirs = seq.dirs
+            added: list[tuple[int, int]] = []
+            used: list[int] = []
+            off_true_map = False  # the walk used an edge the true map lacks
+            fail = None
+            for j, d in enumerate(dirs):
+                nxt = rows[cur][d]
+                if nxt >= 0:
+                    if true_rows[cur][d] >= 0:
+                        used.append(cur * n_dir + d)
+                    else:
+                        off_true_map = True
+                    cur = nxt
+                    continue
+                if degree[cur] >= self.max_degree:
+                    fail = "degree limit"
+                    break
+                cands, _ = self.candidates(cur)
+                if len(cands) == 0:
+                    fail = "no candidate in range"
+                    break
+                best = int(cands[int(np.argmax(self._scores(table, cands, cur, d, dirs, j + 1, seq.destination)))])
+                table[cur, d] = best
+                rows[cur][d] = best
+                degree[cur] += 1
+                added.append((cur, d))
+                new_edges[(cur, d)] = (best, seq.index)
+                cur = best
+            if fail is None and cur != seq.destination:
+                fail = "walk ends away from the destination"
+            if fail is not None:
+                for (u, d) in added:
+                    table[u, d] = -1
+                    rows[u][d] = -1
+                    degree[u] -= 1
+                    del new_edges[(u, d)]
+                status[seq.index] = "failed: " + fail
+                continue
+            used_true.update(used)
+            status[seq.index] = "used" if (off_true_map or added) else "valid"
+
+        nodes = self.nodes
+        out_new = [
+            NewEdge(nodes[u], DIRECTIONS[d], nodes[v], great_circle_m(self.latlon[u], self.latlon[v]), si)
+            for (u, d), (v, si) in sorted(new_edges.items(), key=lambda kv: kv[1][1])
+        ]
+        out_used = {(nodes[e // n_dir], DIRECTIONS[e % n_dir]) for e in used_true}
+        return Reconstruction(self.map, self.max_degree, self.max_distance_m, out_new, out_used, status, malformed)
+
+    @staticmethod
+    def _scores(table: np.ndarray, cands: np.ndarray, cur: int, d: int, dirs: list[int], start: int,
+                destination: int) -> np.ndarray:
+        """Greedy score of each candidate target for the new edge ``cur --d--> cand``.
+
+        Number of consecutive later steps ``dirs[start:]`` that are valid on the current
+        map plus the tentative edge, plus one if all of them are and the walk ends at the
+        destination. All candidates are simulated together; nothing is copied per candidate.
+        """
+        score = np.zeros(len(cands), dtype=np.int64)
+        pos = cands.copy()
+        alive = np.arange(len(cands))  # indices of candidates still walking
+        for k in range(start, len(dirs)):
+            dk = dirs[k]
+            nxt = table[pos, dk]
+            if dk == d:
+                # the tentative edge differs per candidate
+                nxt = np.where(pos == cur, cands[alive], nxt)
+            ok = nxt >= 0
+            if not ok.all():
+                alive, pos, nxt = alive[ok], pos[ok], nxt[ok]
+                if len(alive) == 0:
+                    return score
+            score[alive] += 1
+            pos = nxt
+        score[alive[pos == destination]] += 1
+        return score
+
+
+def reconstruct(
+    sequences: Iterable[Sequence[str]],
+    street_map,
+    max_degree: int = 4,
+    max_distance_m: float = 0.5 * MILE_M,
+    progress: bool = False,
+) -> Reconstruction:
+    """Reconstruct the graph ``sequences`` imply on ``street_map`` (see the module docstring)."""
+    return Reconstructor(street_map, max_degree, max_distance_m).run(sequences, progress=progress)
+
+
+# ---------------------------------------------------------------------------
+# Helpers: validity on the true map, the corruption control
+# ---------------------------------------------------------------------------
+
+
+def is_valid_traversal(seq: Sequence[str], street_map, node_set: set[str] | None = None) -> bool:
+    """True when ``seq`` is well formed and valid on the true map (ends at its destination)."""
+    if node_set is None:
+        node_set = set(street_map.nodes)
+    if len(seq) < 3 or seq[-1] != END or seq[0] not in node_set or seq[1] not in node_set:
+        return False
+    cur, dest = seq[0], seq[1]
+    for t in seq[2:-1]:
+        nxt = street_map.edges.get((cur, t))
+        if nxt is None:
+            return False
+        cur = nxt
+    return cur == dest
+
+
+def corrupt(
+    sequences: Sequence[Sequence[str]], street_map, rate: float, seed: int = 0
+) -> tuple[list[list[str]], list[int]]:
+    """The paper's corruption control.
+
+    Keeps only the sequences valid on the true map, then re-labels one uniformly chosen
+    direction step in ``round(rate * n_valid)`` of them (chosen uniformly, seeded). The
+    new label is drawn uniformly from the directions that do *not* exist at that step's
+    node, so each corrupted sequence is invalid at exactly that step (if a node has all
+    eight directions, any other direction is used). Sequences with no direction step
+    cannot be corrupted and are left as they are.
+
+    Returns the sequences (valid ones only, in input order) and the indices into that
+    list of the corrupted ones.
+    """
+    if not 0 <= rate <= 1:
+        raise WorldModelError(f"corruption rate must be in [0, 1], got {rate}")
+    node_set = set(street_map.nodes)
+    valid = [list(s) for s in sequences if is_valid_traversal(s, street_map, node_set)]
+    rng = np.random.default_rng(seed)
+    n_pick = int(round(rate * len(valid)))
+    eligible = [i for i, s in enumerate(valid) if len(s) > 3]
+    n_pick = min(n_pick, len(eligible))
+    chosen = sorted(rng.choice(eligible, size=n_pick, replace=False).tolist()) if n_pick else []
+    for i in chosen:
+        s = valid[i]
+        j = 2 + int(rng.integers(len(s) - 3))
+        # node at step j: walk to it
+        cur = s[0]
+        for t in s[2:j]:
+            cur = street_map.edges[(cur, t)]
+        absent = [d for d in DIRECTIONS if (cur, d) not in street_map.edges]
+        pool = absent or [d for d in DIRECTIONS if d != s[j]]
+        s[j] = pool[int(rng.integers(len(pool)))]
+    return valid, chosen
