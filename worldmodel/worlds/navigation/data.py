@@ -1,0 +1,263 @@
+"""Seeded generators of the three navigation training sets (the paper's §3.1).
+
+* **shortest paths**: origin–destination (OD) pairs drawn uniformly among pairs where
+  the destination is reachable, each routed by Dijkstra on edge length; one sequence
+  per OD pair.
+* **noisy shortest paths**: ``n_weightings`` resampled weightings
+  ``W̃ = W + Gamma(shape=W, scale=1)`` (one noise draw per edge and weighting); each
+  sequence picks a weighting uniformly and is routed by Dijkstra on it.
+* **random walks**: start node uniform, number of moves uniform in
+  ``[min_moves, max_moves]``, each move a uniform choice among the streets leaving the
+  current node (a dead end stops the walk early); the last node is the destination.
+
+Every sequence is ``origin destination dir ... end``. Traversals of two nodes or fewer
+and sequences over ``max_tokens`` tokens are dropped. Each OD pair belongs to exactly one
+split (train/val/test), decided by a seeded hash of the pair, so the splits share no OD
+pair. All randomness comes from ``numpy.random.default_rng`` seeded by the task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from typing import Callable, Iterator
+
+import numpy as np
+
+from worldmodel.errors import WorldModelError
+
+from .world import END_TOKEN, NavigationWorld
+
+SPLITS = ("train", "val", "test")
+Sequence_ = list[str]
+
+
+class Router:
+    """Dijkstra on a street map under one or more edge weightings (scipy, cached trees).
+
+    Weightings are arrays aligned with :attr:`pairs` (distinct ``(u, v)`` edges; where a
+    map has two directions to the same neighbour, the shorter is used).
+    """
+
+    def __init__(self, world: NavigationWorld, cache_size: int = 4096):
+        m = world.map
+        self.world = world
+        self.idx = {n: i for i, n in enumerate(m.nodes)}
+        best: dict[tuple[str, str], tuple[float, str]] = {}
+        for (u, d), v in m.edges.items():
+            if u == v:
+                continue  # a self-loop is never on a shortest path
+            cand = (m.lengths[(u, d)], d)
+            if (u, v) not in best or cand < best[(u, v)]:
+                best[(u, v)] = cand
+        self.pairs = sorted(best, key=lambda p: (self.idx[p[0]], self.idx[p[1]]))
+        self.direction = {p: best[p][1] for p in self.pairs}
+        self.base = np.array([best[p][0] for p in self.pairs], dtype=float)
+        self._rows = np.array([self.idx[u] for u, _ in self.pairs], dtype=np.int64)
+        self._cols = np.array([self.idx[v] for _, v in self.pairs], dtype=np.int64)
+        self.weightings: list[np.ndarray] = [self.base]
+        self._graphs: list = []
+        self._cache: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._build_graphs()
+
+    def _build_graphs(self) -> None:
+        from scipy.sparse import csr_matrix
+
+        n = len(self.idx)
+        # a tiny positive offset keeps zero-length edges from vanishing in the sparse matrix
+        self._graphs = [csr_matrix((w + 1e-6, (self._rows, self._cols)), shape=(n, n)) for w in self.weightings]
+
+    def add_noisy_weightings(self, k: int, rng: np.random.Generator) -> None:
+        """Append ``k`` weightings ``W + Gamma(shape=W, scale=1)``."""
+        shape = np.maximum(self.base, 1e-6)
+        for _ in range(k):
+            self.weightings.append(self.base + rng.gamma(shape, 1.0))
+        self._build_graphs()
+
+    def _tree(self, weighting: int, source: int) -> np.ndarray:
+        key = (weighting, source)
+        pred = self._cache.get(key)
+        if pred is None:
+            from scipy.sparse.csgraph import dijkstra
+
+            _, pred = dijkstra(self._graphs[weighting], directed=True, indices=source, return_predecessors=True)
+            self._cache[key] = pred
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return pred
+
+    def path(self, origin: str, destination: str, weighting: int = 0) -> list[str] | None:
+        """Node path from origin to destination under a weighting, or None if unreachable."""
+        s, t = self.idx[origin], self.idx[destination]
+        pred = self._tree(weighting, s)
+        if s != t and pred[t] < 0:
+            return None
+        nodes = self.world.map.nodes
+        out = [t]
+        while out[-1] != s:
+            out.append(int(pred[out[-1]]))
+        return [nodes[i] for i in reversed(out)]
+
+    def length(self, nodes: list[str]) -> float:
+        """Length in metres of a node path under the true weighting."""
+        return float(sum(self.base_length[(a, b)] for a, b in zip(nodes, nodes[1:])))
+
+    @property
+    def base_length(self) -> dict[tuple[str, str], float]:
+        got = getattr(self, "_base_length", None)
+        if got is None:
+            got = {p: float(w) for p, w in zip(self.pairs, self.base)}
+            self._base_length = got
+        return got
+
+    def shortest_length(self, origin: str, destination: str) -> float | None:
+        p = self.path(origin, destination, 0)
+        return None if p is None else self.length(p)
+
+    def to_sequence(self, nodes: list[str]) -> list[str]:
+        return [nodes[0], nodes[-1]] + [self.direction[(a, b)] for a, b in zip(nodes, nodes[1:])] + [END_TOKEN]
+
+
+def split_of(origin: str, destination: str, seed: int, fractions: tuple[float, float, float]) -> str:
+    """The split an OD pair belongs to: a seeded hash of the pair, cut by the split fractions."""
+    h = hashlib.blake2b(f"{seed}|{origin}|{destination}".encode(), digest_size=8).digest()
+    u = int.from_bytes(h, "big") / 2.0 ** 64
+    if u < fractions[2]:
+        return "test"
+    if u < fractions[2] + fractions[1]:
+        return "val"
+    return "train"
+
+
+def fill_splits(draw: Callable[[], list[str] | None], sizes: dict[str, int], seed: int,
+                dedupe: str, max_draws: int, desc: str) -> dict[str, list[list[str]]]:
+    """Draw sequences until each split has its size; each OD pair goes to its hashed split.
+
+    ``dedupe`` is ``"od"`` (one sequence per OD pair), ``"sequence"`` (no repeated
+    sequence) or ``"none"``. Stops after ``max_draws`` draws; a split left empty is an error.
+    """
+    from tqdm import tqdm
+
+    total = sum(sizes.values())
+    fr = tuple(sizes[s] / total for s in SPLITS)
+    out: dict[str, list[list[str]]] = {s: [] for s in SPLITS}
+    seen: set = set()
+    with tqdm(total=total, desc=desc, unit="seq", leave=False) as bar:
+        for _ in range(max_draws):
+            if all(len(out[s]) >= sizes[s] for s in SPLITS):
+                break
+            seq = draw()
+            if seq is None:
+                continue
+            split = split_of(seq[0], seq[1], seed, fr)  # type: ignore[arg-type]
+            if len(out[split]) >= sizes[split]:
+                continue
+            key = (seq[0], seq[1]) if dedupe == "od" else tuple(seq) if dedupe == "sequence" else None
+            if key is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
+            out[split].append(seq)
+            bar.update(1)
+    empty = [s for s in SPLITS if sizes[s] > 0 and not out[s]]
+    if empty:
+        raise WorldModelError(f"{desc}: could not draw any {empty[0]} sequence in {max_draws} tries "
+                              "(is the map too small for the requested data?)")
+    return out
+
+
+class Generator:
+    """The three navigation data generators for one world and one set of data settings."""
+
+    def __init__(self, world: NavigationWorld, seed: int, max_tokens: int = 100):
+        self.world = world
+        self.seed = int(seed)
+        self.max_tokens = int(max_tokens)
+        self.router = Router(world)
+        m = world.map
+        self._movers = [n for n in m.nodes if m.neighbours(n)]
+        if not self._movers:
+            raise WorldModelError(f"street map {m.name} has no streets to drive on")
+
+    def _keep(self, seq: list[str], n_nodes: int) -> list[str] | None:
+        if n_nodes <= 2 or len(seq) > self.max_tokens:
+            return None
+        return seq
+
+    def _od_pair(self, rng: np.random.Generator) -> tuple[str, str] | None:
+        nodes = self.world.map.nodes
+        o = self._movers[int(rng.integers(len(self._movers)))]
+        d = nodes[int(rng.integers(len(nodes)))]
+        if o == d:
+            return None
+        return o, d
+
+    def shortest_paths(self, sizes: dict[str, int], max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+        rng = np.random.default_rng([self.seed, 1])
+
+        def draw():
+            od = self._od_pair(rng)
+            if od is None:
+                return None
+            nodes = self.router.path(od[0], od[1], 0)
+            return None if nodes is None else self._keep(self.router.to_sequence(nodes), len(nodes))
+
+        return fill_splits(draw, sizes, self.seed, "od", max_draw_factor * sum(sizes.values()) + 1000,
+                           "shortest paths")
+
+    def noisy_shortest_paths(self, sizes: dict[str, int], n_weightings: int = 50,
+                             max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+        if n_weightings < 1:
+            raise WorldModelError(f"[data] n_weightings must be at least 1, got {n_weightings}")
+        rng = np.random.default_rng([self.seed, 2])
+        if len(self.router.weightings) == 1:
+            self.router.add_noisy_weightings(n_weightings, np.random.default_rng([self.seed, 3]))
+
+        def draw():
+            od = self._od_pair(rng)
+            if od is None:
+                return None
+            k = 1 + int(rng.integers(len(self.router.weightings) - 1))
+            nodes = self.router.path(od[0], od[1], k)
+            return None if nodes is None else self._keep(self.router.to_sequence(nodes), len(nodes))
+
+        return fill_splits(draw, sizes, self.seed, "sequence", max_draw_factor * sum(sizes.values()) + 1000,
+                           "noisy shortest paths")
+
+    def random_walks(self, sizes: dict[str, int], min_moves: int = 2, max_moves: int = 97,
+                     max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+        max_moves = min(int(max_moves), self.max_tokens - 3)
+        if not 1 <= min_moves <= max_moves:
+            raise WorldModelError(f"[data] random walks need 1 <= min_moves <= max_moves "
+                                  f"(<= max_tokens - 3), got {min_moves}..{max_moves}")
+        rng = np.random.default_rng([self.seed, 4])
+        m = self.world.map
+
+        def draw():
+            cur = self._movers[int(rng.integers(len(self._movers)))]
+            origin, n = cur, int(rng.integers(min_moves, max_moves + 1))
+            dirs: list[str] = []
+            for _ in range(n):
+                options = m.neighbours(cur)
+                if not options:
+                    break
+                keys = list(options)
+                d = keys[int(rng.integers(len(keys)))]
+                dirs.append(d)
+                cur = options[d]
+            return self._keep([origin, cur] + dirs + [END_TOKEN], len(dirs) + 1)
+
+        return fill_splits(draw, sizes, self.seed, "none", max_draw_factor * sum(sizes.values()) + 1000,
+                           "random walks")
+
+
+def iter_od_pairs(sequences: list[list[str]]) -> Iterator[tuple[str, str]]:
+    """Distinct OD pairs of a list of sequences, in first-seen order."""
+    seen = set()
+    for s in sequences:
+        if len(s) >= 2 and (s[0], s[1]) not in seen:
+            seen.add((s[0], s[1]))
+            yield s[0], s[1]
