@@ -1,0 +1,190 @@
+"""The App. E protocol: the true responder scores 1, the random one its expectation; caching; CLI."""
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+
+from worldmodel.dfa import exact_boundary, is_valid, run
+from worldmodel.errors import WorldModelError
+from worldmodel.worlds.seating.backends import Backend, CachedBackend, RandomResponder, TrueResponder
+from worldmodel.worlds.seating.cache import ResponseCache
+from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate
+from worldmodel.worlds.seating.world import SeatingWorld
+
+
+@pytest.fixture(scope="module")
+def true_report():
+    return evaluate(TrueResponder(), ProtocolSettings())
+
+
+def test_true_responder_scores_one(true_report):
+    for m in METRICS:
+        r = true_report.metrics[m]
+        assert r.mean == 1.0 and r.n > 0, m
+        assert true_report.unparseable[m] == 0
+    assert true_report.metrics["capability"].n == 100
+    assert true_report.metrics["compression_precision"].n == 100
+    # only pairs whose k=1 boundary is empty are not scored, and they say so
+    d = true_report.metrics["distinction_recall"]
+    assert d.n + d.n_failed == 100 and set(d.failures) <= {"empty true boundary (k=1)"}
+
+
+def test_planned_trials_follow_the_protocol(true_report):
+    w = SeatingWorld(3)
+    for t in true_report.trials["capability"]:
+        state = run(w, t["statements"])
+        assert len(state) == 1 and "".join(next(iter(state))) == t["state"]
+    sources = []
+    for t in true_report.trials["compression_precision"]:
+        q1, q2 = run(w, t["prefix1"]), run(w, t["prefix2"])
+        assert q1 == q2 and t["prefix1"] != t["prefix2"]
+        assert len(t["continuations"]) == 5
+        for c, src in zip(t["continuations"], t["sources"]):
+            if src == "valid":
+                assert is_valid(w, c, q1)
+        sources += t["sources"]
+    share = sources.count("valid") / len(sources)
+    assert 0.4 < share < 0.6  # half from the valid set, half uniform
+    for t in true_report.trials["distinction_recall"]:
+        q1, q2 = run(w, t["prefix1"]), run(w, t["prefix2"])
+        assert q1 != q2
+        if t["status"] == "ok":
+            b = exact_boundary(w, q1, q2, 1)
+            assert 1 <= len(t["suffixes"]) <= 5 and all(tuple(x) in b for x in t["suffixes"])
+
+
+def test_random_responder_scores_near_its_expectation():
+    s = ProtocolSettings(states=200, seed=3)
+    rep = evaluate(RandomResponder(seed=1), s)
+    n = rep.metrics["capability"].n
+    assert abs(rep.metrics["capability"].mean - 1 / 3) < 4 * math.sqrt((1 / 3) * (2 / 3) / n)
+    # a state passes when both prefixes get the same answer for every distinct continuation
+    comp = rep.trials["compression_precision"]
+    expect = np.mean([0.5 ** len({tuple(c) for c in t["continuations"]}) for t in comp])
+    sd = np.sqrt(np.mean([p * (1 - p) for p in [0.5 ** len({tuple(c) for c in t["continuations"]}) for t in comp]]))
+    assert abs(rep.metrics["compression_precision"].mean - expect) < 4 * sd / math.sqrt(len(comp))
+    assert rep.metrics["compression_precision"].mean < 0.2
+    d = rep.metrics["distinction_recall"]
+    assert abs(d.mean - 0.25) < 4 * max(d.stderr, 0.02)
+
+
+def test_runs_are_seeded():
+    a = evaluate(RandomResponder(0), ProtocolSettings(states=20, seed=5))
+    b = evaluate(RandomResponder(0), ProtocolSettings(states=20, seed=5))
+    c = evaluate(RandomResponder(0), ProtocolSettings(states=20, seed=6))
+    assert a.summary() == b.summary()
+    assert a.trials["compression_precision"][0]["prefix1"] == b.trials["compression_precision"][0]["prefix1"]
+    assert [t.get("prefix1") for t in a.trials["compression_precision"]] != \
+           [t.get("prefix1") for t in c.trials["compression_precision"]]
+
+
+class Mumbler(Backend):
+    """The truth, except every ``every``-th distinct prompt gets an answer that does not parse."""
+
+    backend = "mumbler"
+    model = "test"
+
+    def __init__(self, every=3):
+        self.truth = TrueResponder()
+        self.every = every
+        self.garbled = set()
+
+    def ask(self, prompts):
+        out = []
+        for p in prompts:
+            if int(hashlib.sha256(p.encode()).hexdigest(), 16) % self.every == 0:
+                self.garbled.add(p)
+                out.append("I believe the answer is yes.")
+            else:
+                out.append(self.truth.answer(p))
+        return out
+
+
+def test_unparseable_answers_are_counted_never_guessed():
+    mum = Mumbler()
+    rep = evaluate(mum, ProtocolSettings(states=40, seed=2))
+    total_bad = sum(rep.unparseable.values())
+    assert total_bad > 0
+    # every prompt occurrence with a garbled answer is counted
+    occurrences = sum(p in mum.garbled for m in METRICS for t in rep.trials[m] for p in t.get("prompts", []))
+    assert total_bad == occurrences
+    cap = rep.metrics["capability"]
+    assert cap.mean == 1.0 and cap.failures.get("unparseable answer", 0) > 0
+    # scored continuations are only those with two parsed answers: the truth still scores 1
+    assert rep.metrics["compression_precision"].mean == 1.0
+    assert rep.metrics["distinction_recall"].mean == 1.0
+
+
+class Counting(Backend):
+    def __init__(self, inner, fail_after=None):
+        self.inner = inner
+        self.backend, self.model = inner.backend, inner.model
+        self.calls = 0
+        self.fail_after = fail_after
+        self.batch_size = 50
+
+    def ask(self, prompts):
+        if self.fail_after is not None and self.calls + len(prompts) > self.fail_after:
+            raise KeyboardInterrupt("simulated interruption")
+        self.calls += len(prompts)
+        return self.inner.ask(prompts)
+
+
+def test_interrupted_run_resumes_and_rerun_is_free(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    s = ProtocolSettings(states=30, seed=1)
+    first = Counting(RandomResponder(4), fail_after=120)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(CachedBackend(first, ResponseCache(path), progress=False), s)
+    cached = len(ResponseCache(path))
+    assert cached == first.calls == 100
+    second = Counting(RandomResponder(4))
+    cb = CachedBackend(second, ResponseCache(path), progress=False)
+    rep = evaluate(cb, s)
+    cb.close()
+    total = len(ResponseCache(path))
+    assert second.calls == total - cached > 0
+    third = Counting(RandomResponder(4))
+    rep2 = evaluate(CachedBackend(third, ResponseCache(path), progress=False), s)
+    assert third.calls == 0
+    assert rep2.summary() == rep.summary() == evaluate(RandomResponder(4), s).summary()
+
+
+def test_cache_drops_a_partial_last_line_and_rejects_corruption(tmp_path):
+    path = tmp_path / "c.jsonl"
+    c = ResponseCache(path)
+    c.put("b", "m", "p1", "r1")
+    c.put("b", "m", "p2", "r2")
+    c.close()
+    with path.open("a") as f:
+        f.write('{"key": "abc", "resp')  # killed mid-write
+    c = ResponseCache(path)
+    assert len(c) == 2 and c.get("b", "m", "p2") == "r2" and c.get("x", "m", "p2") is None
+    c.put("b", "m", "p3", "r3")
+    c.close()
+    assert len(ResponseCache(path)) == 3
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "not json", lines[1]]) + "\n")
+    with pytest.raises(WorldModelError, match=r"c.jsonl:2"):
+        ResponseCache(path)
+
+
+def test_cli_writes_results_and_reuses_its_cache(tmp_path, capsys):
+    from worldmodel.cli import main
+
+    out = tmp_path / "run"
+    assert main(["llm-eval", "seating", "--backend", "true", "--states", "8", "--out", str(out), "--no-progress"]) == 0
+    first = capsys.readouterr().out
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["metrics"]["capability"]["mean"] == 1.0
+    assert summary["metrics"]["compression_precision"]["n_unparseable"] == 0
+    assert "| true:dfa |" in (out / "results.md").read_text()
+    assert len((out / "trials.jsonl").read_text().splitlines()) == 24
+    assert main(["llm-eval", "seating", "--backend", "true", "--states", "8", "--out", str(out), "--no-progress"]) == 0
+    assert "asked 0 new prompts" in capsys.readouterr().out and "asked 0 new" not in first
+    assert main(["llm-eval", "seating", "--backend", "openai", "--out", str(out)]) == 2
+    assert "needs --base-url" in capsys.readouterr().err
+    assert main(["llm-eval", "seating", "--backend", "true", "--states", "0", "--out", str(out)]) == 2

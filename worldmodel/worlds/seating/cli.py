@@ -1,0 +1,144 @@
+"""``worldmodel llm-eval seating``: the paper's Figure 4 protocol against a chat backend.
+
+    worldmodel llm-eval seating --backend openai --base-url URL --model NAME --out DIR
+    worldmodel llm-eval seating --backend hf --model-path DIR --out DIR
+    worldmodel llm-eval seating --backend true|random --out DIR
+
+Writes ``DIR/results.json`` (settings, backend, each metric's mean, standard error,
+counts and unparseable answers), ``DIR/results.md`` (a one-row table) and
+``DIR/trials.jsonl`` (every trial: prefixes, continuations, parsed answers, and the
+tail of any unparseable response). Responses are cached in ``--cache`` (default
+``DIR/cache.jsonl``), so an interrupted run resumes and a rerun sends no request.
+The API key is read from the environment variable named by ``--api-key-env``
+(default ``OPENAI_API_KEY``) and is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ...errors import WorldModelError
+
+BACKENDS = ("openai", "hf", "true", "random")
+
+
+def make_backend(args) -> "Backend":  # noqa: F821
+    """The backend named by the parsed arguments (not yet cached)."""
+    from .backends import HFChatBackend, OpenAIChatBackend, RandomResponder, TrueResponder
+
+    if args.backend == "openai":
+        if not args.base_url or not args.model:
+            raise WorldModelError("--backend openai needs --base-url URL and --model NAME")
+        return OpenAIChatBackend(args.base_url, args.model, args.api_key_env, max_tokens=args.max_tokens,
+                                 timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
+                                 concurrency=args.concurrency)
+    if args.backend == "hf":
+        if not args.model_path:
+            raise WorldModelError("--backend hf needs --model-path DIR")
+        return HFChatBackend(args.model_path, max_new_tokens=args.max_tokens, batch_size=args.batch_size,
+                             device=args.device)
+    if args.backend == "true":
+        return TrueResponder()
+    return RandomResponder(args.seed)
+
+
+def markdown_row_table(rows: dict[str, "SeatingReport"]) -> str:  # noqa: F821
+    """A Markdown table with one row per report: mean (stderr) and unparseable answers per metric."""
+    from .protocol import COLUMNS
+
+    head = "| Model | " + " | ".join(f"{label} | unparseable" for _, label in COLUMNS) + " |"
+    sep = "|---|" + "|".join("---|---" for _ in COLUMNS) + "|"
+    lines = [head, sep]
+    for name, rep in rows.items():
+        cells = []
+        for key, _ in COLUMNS:
+            m = rep.metrics.get(key)
+            if m is None:
+                cells += ["—", "—"]
+                continue
+            cell = m.cell() + f", n={m.n}"
+            cells += [cell, f"{rep.unparseable[key]}/{rep.answers[key]}"]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_outputs(report, out: Path, label: str) -> None:
+    from ...results import write_json_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "results.json", report.summary())
+    tmp = out / "trials.jsonl.tmp"
+    with tmp.open("w") as f:
+        for metric, trials in report.trials.items():
+            for t in trials:
+                rec = {"metric": metric, **{k: v for k, v in t.items() if k != "prompts"}}
+                f.write(json.dumps(rec) + "\n")
+    tmp.replace(out / "trials.jsonl")
+    s = report.settings
+    md = [f"# Seating puzzle, n = {s.n}: {label}", "",
+          f"{s.states} trials per metric, {s.samples} continuations/suffixes each, k = {s.k}, seed {s.seed}.", "",
+          markdown_row_table({label: report}), "",
+          "Cells: mean (standard error), n = scored trials; unparseable = answers that did not parse / answers.",
+          ""]
+    failures = {k: m.failures for k, m in report.metrics.items() if m.failures}
+    if failures:
+        md.append("Trials not scored: " + "; ".join(
+            f"{k}: " + ", ".join(f"{why} ×{c}" for why, c in f.items()) for k, f in failures.items()))
+        md.append("")
+    (out / "results.md").write_text("\n".join(md))
+
+
+def cmd_llm_eval(args) -> int:
+    from .backends import CachedBackend
+    from .cache import ResponseCache
+    from .protocol import ProtocolSettings, evaluate
+
+    if args.puzzle != "seating":
+        raise WorldModelError(f"unknown puzzle {args.puzzle!r} (known: seating)")
+    settings = ProtocolSettings(n=args.n, states=args.states, samples=args.samples, k=args.k, seed=args.seed)
+    settings.check()
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise WorldModelError(f"--out {out} exists and is not a folder")
+    inner = make_backend(args)
+    cache = ResponseCache(args.cache or out / "cache.jsonl")
+    backend = CachedBackend(inner, cache, progress=not args.no_progress)
+    try:
+        report = evaluate(backend, settings)
+    finally:
+        backend.close()
+    label = f"{inner.backend}:{Path(inner.model).name if args.backend == 'hf' else inner.model}"
+    write_outputs(report, out, label)
+    print(markdown_row_table({label: report}))
+    print(f"asked {backend.asked} new prompts ({len(cache)} cached in {cache.path}); wrote {out}/results.json")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("llm-eval", help="ask a chat model the seating puzzle (the paper's Figure 4)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("puzzle", choices=["seating"], help="the puzzle (seating)")
+    p.add_argument("--backend", required=True, choices=BACKENDS)
+    p.add_argument("--base-url", help="OpenAI-compatible API root, e.g. https://api.openai.com/v1")
+    p.add_argument("--model", help="model name at the endpoint (openai backend)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the API key (default OPENAI_API_KEY; unset = no key)")
+    p.add_argument("--model-path", help="folder of a local transformers chat model (hf backend)")
+    p.add_argument("--n", type=int, default=3, help="people and seats (default 3)")
+    p.add_argument("--states", type=int, default=100, help="trials per metric (default 100)")
+    p.add_argument("--samples", type=int, default=5, help="continuations / boundary suffixes per trial (default 5)")
+    p.add_argument("--k", type=int, default=1, help="statements per continuation (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", help="response cache file (default OUT/cache.jsonl)")
+    p.add_argument("--out", required=True, help="folder for results.json, results.md, trials.jsonl")
+    p.add_argument("--max-tokens", type=int, default=1000, help="response length limit (default 1000)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default 120)")
+    p.add_argument("--retries", type=int, default=6, help="retries per request on 429/5xx/timeouts (default 6)")
+    p.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each time")
+    p.add_argument("--concurrency", type=int, default=4, help="HTTP requests in flight (default 4)")
+    p.add_argument("--batch-size", type=int, default=8, help="prompts per generate call (hf backend)")
+    p.add_argument("--device", default="cpu", help="device for the hf backend")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_llm_eval)
