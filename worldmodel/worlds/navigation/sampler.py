@@ -91,14 +91,26 @@ class NavigationSampler(StateSampler):
 
     # -- StateSampler ------------------------------------------------------------
     def compression_pair(self, rng: np.random.Generator) -> PrefixPair:
-        state = self._state(rng)
-        length = int(rng.integers(self.min_len, self._len_cap(state) + 1))
-        p1 = self._prefix_retry(state, length, rng)
+        """Two different prefixes of one length to one state.
+
+        A (state, length) draw with a single prefix (e.g. a node with one incoming
+        street and ``l = 1``) is redrawn, so states are uniform among those that have
+        two prefixes; after ``tries`` redraws the trial is skipped.
+        """
+        last = ""
         for _ in range(self.tries):
-            p2 = self._prefix(state, length, rng)
-            if p2 is not None and p2 != p1:
-                return self.make_pair(self.world.state_key(state), p1, p2)
-        raise TrialSkipped(f"only one prefix of length {length} reaches {self.world.state_key(state)}")
+            state = self._state(rng)
+            length = int(rng.integers(self.min_len, self._len_cap(state) + 1))
+            p1 = self._prefix(state, length, rng)
+            if p1 is None:
+                last = f"no backward walk of length {length} from {state[0]}"
+                continue
+            for _ in range(8):
+                p2 = self._prefix(state, length, rng)
+                if p2 is not None and p2 != p1:
+                    return self.make_pair(self.world.state_key(state), p1, p2)
+            last = f"only one prefix of length {length} reaches {self.world.state_key(state)}"
+        raise TrialSkipped(f"no state with two different prefixes in {self.tries} draws (last: {last})")
 
     def distinction_pair(self, rng: np.random.Generator) -> PrefixPair:
         for _ in range(self.tries):
