@@ -1,0 +1,252 @@
+"""Detour fragility: greedy decoding with forced deviations (Vafa et al., Table 2).
+
+From each start prefix, a model decodes greedily (its top-1 token each step). At every
+step, with probability ``p``, its token is replaced by a *detour*:
+
+* ``kind="random"``: a uniformly chosen valid token other than the model's top choice;
+* ``kind="adversarial"``: the valid token (other than the top choice) the model ranks
+  lowest (ties: the first in the model's token order).
+
+Only tokens the caller's predicate ``allowed(state, token, length)`` admits are
+candidates (navigation: directions from which the destination can still be reached
+within the token limit). Where no candidate exists, the model's token is kept and the
+step is counted as "no detour possible".
+
+A trial succeeds when every token is valid in the world, decoding ends with a stop
+token within ``max_len`` tokens, and the caller's ``goal(sequence, state)`` holds
+(default: nothing more). The share of successes per ``p`` is reported with its
+binomial standard error.
+
+Everything is domain-free: it needs a :class:`~worldmodel.dfa.World` and a
+:class:`~worldmodel.models.SequenceModel`. All live trials (every ``p`` and every start)
+are decoded together, one batched :meth:`~SequenceModel.next_token_probs` call per step.
+Trial ``i`` draws its randomness from its own generator seeded by ``(seed, i)``, two
+uniforms per step, so a trial's outcome does not depend on batching, and the same
+start sees the same uniforms at every ``p`` (common random numbers across ``p``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Hashable, Sequence
+
+import numpy as np
+
+from .dfa import REJECT, Token, World, run
+from .errors import WorldModelError
+
+KINDS = ("random", "adversarial")
+
+AllowedFn = Callable[[Hashable, Token, int], bool]
+GoalFn = Callable[[Sequence[Token], Hashable], bool]
+
+
+@dataclass
+class DetourTrial:
+    """One decoded trial."""
+
+    kind: str
+    p: float
+    trial: int
+    tokens: list[Token]
+    success: bool
+    reason: str  # "ok", "invalid token", "too long", "no token", "goal not reached"
+    steps: int = 0  # tokens generated
+    drawn: int = 0  # steps where a detour was drawn (u < p)
+    replaced: int = 0  # steps where the model's token was actually replaced
+    impossible: int = 0  # steps where a detour was drawn but no candidate existed
+
+
+@dataclass
+class DetourResult:
+    """The outcome for one ``p``: share of successes and its binomial standard error."""
+
+    kind: str
+    p: float
+    n: int
+    successes: int
+    share: float
+    stderr: float
+    steps: int
+    drawn: int
+    replaced: int
+    impossible: int
+    failures: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def replace_rate(self) -> float:
+        """Replaced tokens per generated token (≈ p when detours are always possible)."""
+        return self.replaced / self.steps if self.steps else 0.0
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["replace_rate"] = self.replace_rate
+        return d
+
+
+def parse_ps(text: str | Sequence[float]) -> list[float]:
+    """``"0,0.01,0.1"`` (or a list) -> probabilities, each checked to lie in [0, 1]."""
+    if isinstance(text, str):
+        parts = [x.strip() for x in text.split(",") if x.strip()]
+        try:
+            ps = [float(x) for x in parts]
+        except ValueError:
+            raise WorldModelError(f"detour probabilities {text!r}: give numbers separated by commas") from None
+    else:
+        ps = [float(x) for x in text]
+    if not ps:
+        raise WorldModelError("give at least one detour probability")
+    bad = [p for p in ps if not 0 <= p <= 1]
+    if bad:
+        raise WorldModelError(f"detour probability {bad[0]} is not in [0, 1]")
+    return ps
+
+
+def run_detours(
+    model,
+    world: World,
+    starts: Sequence[Sequence[Token]],
+    kind: str,
+    ps: Sequence[float],
+    allowed: AllowedFn | None = None,
+    goal: GoalFn | None = None,
+    max_len: int = 100,
+    seed: int = 0,
+    batch_size: int = 256,
+    progress: bool = False,
+) -> tuple[list[DetourResult], list[DetourTrial]]:
+    """Decode every start under detours at every ``p``; return per-``p`` results and all trials.
+
+    ``starts`` are valid prefixes (navigation: ``[origin, destination]``); ``max_len``
+    bounds the whole sequence (start included). ``allowed(state, token, length)`` is
+    asked about candidate detour tokens, ``length`` being the sequence length before
+    the token; ``goal(sequence, state)`` is checked after a valid stop token.
+    """
+    if kind not in KINDS:
+        raise WorldModelError(f"detour kind {kind!r} is not one of {', '.join(KINDS)}")
+    ps = [float(p) for p in ps]
+    if not starts:
+        raise WorldModelError("detours need at least one start prefix")
+    tokens = list(model.tokens)
+    tok_index = {t: i for i, t in enumerate(tokens)}
+    stop = world.stop_tokens
+    start_states = []
+    for i, s in enumerate(starts):
+        st = run(world, list(s))
+        if st is REJECT:
+            raise WorldModelError(f"detour start {i} ({' '.join(s)}) is not valid in the {world.name} world")
+        start_states.append(st)
+
+    # one live record per (p, start)
+    seqs: list[list[Token]] = []
+    states: list[Hashable] = []
+    rngs: list[np.random.Generator] = []
+    trials: list[DetourTrial] = []
+    for p in ps:
+        for i, s in enumerate(starts):
+            seqs.append(list(s))
+            states.append(start_states[i])
+            rngs.append(np.random.default_rng([int(seed), i]))
+            trials.append(DetourTrial(kind=kind, p=p, trial=i, tokens=[], success=False, reason=""))
+    live = [k for k in range(len(seqs)) if len(seqs[k]) < max_len]
+    for k in range(len(seqs)):
+        if len(seqs[k]) >= max_len:
+            trials[k].reason = "too long"
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(seqs), desc=f"detours ({kind})", unit="trial")
+    while live:
+        probs = np.concatenate([
+            np.asarray(model.next_token_probs([seqs[k] for k in live[b:b + batch_size]]))
+            for b in range(0, len(live), batch_size)
+        ])
+        still = []
+        for row, k in zip(probs, live):
+            tr = trials[k]
+            u_detour, u_pick = rngs[k].random(2)
+            top = int(np.argmax(row))
+            choice = top
+            if u_detour < tr.p:
+                tr.drawn += 1
+                cands = [tok_index[t] for t in world.valid_tokens(states[k])
+                         if t in tok_index and tok_index[t] != top
+                         and (allowed is None or allowed(states[k], t, len(seqs[k])))]
+                if not cands:
+                    tr.impossible += 1
+                else:
+                    tr.replaced += 1
+                    if kind == "random":
+                        choice = cands[min(int(u_pick * len(cands)), len(cands) - 1)]
+                    else:
+                        cands.sort()
+                        choice = min(cands, key=lambda c: row[c])
+            tok = tokens[choice]
+            seqs[k].append(tok)
+            tr.steps += 1
+            nxt = world.step(states[k], tok)
+            states[k] = nxt
+            if nxt is REJECT:
+                tr.reason = "invalid token"
+            elif tok in stop:
+                ok = goal is None or bool(goal(seqs[k], nxt))
+                tr.success = ok
+                tr.reason = "ok" if ok else "goal not reached"
+            elif len(seqs[k]) >= max_len:
+                tr.reason = "too long"
+            else:
+                still.append(k)
+                continue
+            if bar is not None:
+                bar.update(1)
+        live = still
+    if bar is not None:
+        bar.close()
+
+    for k, tr in enumerate(trials):
+        tr.tokens = seqs[k]
+    results = []
+    for p in ps:
+        group = [t for t in trials if t.p == p]
+        n = len(group)
+        succ = sum(t.success for t in group)
+        share = succ / n
+        failures: dict[str, int] = {}
+        for t in group:
+            if not t.success:
+                failures[t.reason] = failures.get(t.reason, 0) + 1
+        results.append(DetourResult(
+            kind=kind, p=p, n=n, successes=succ, share=share,
+            stderr=math.sqrt(share * (1 - share) / n),
+            steps=sum(t.steps for t in group), drawn=sum(t.drawn for t in group),
+            replaced=sum(t.replaced for t in group), impossible=sum(t.impossible for t in group),
+            failures=failures,
+        ))
+    return results, trials
+
+
+def format_results(results: Sequence[DetourResult]) -> str:
+    """A Markdown table: one row per p."""
+    lines = ["| kind | p | success share | stderr | n | replaced / steps |",
+             "|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r.kind} | {r.p:g} | {r.share:.3f} | {r.stderr:.3f} | {r.n} | "
+                     f"{r.replaced} / {r.steps} ({r.replace_rate:.3f}) |")
+    return "\n".join(lines)
+
+
+def write_results(path: str | Path, results: Sequence[DetourResult], trials: Sequence[DetourTrial],
+                  meta: dict | None = None) -> None:
+    """JSON summary at ``path`` (atomically) with every trial included."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {**(meta or {}), "results": [r.as_dict() for r in results],
+            "trials": [asdict(t) for t in trials]}
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(path)

@@ -1,0 +1,151 @@
+"""Pictures of a reconstructed map at real latitude/longitude.
+
+* :func:`draw_reconstruction`: a matplotlib PNG. True edges are light grey (the ones
+  no consistent sequence used are fainter still); new edges are coloured by their
+  great-circle length (a colour bar, metres) or by their direction label (a legend).
+* :func:`write_html`: an interactive Leaflet map via folium with ``tiles=None``, so it
+  needs no tile server: only the street graph itself is drawn (pan, zoom, a tooltip per
+  new edge). The page loads the Leaflet library itself from folium's CDN links the
+  first time it is opened; no map data leaves the machine.
+
+Both take a :class:`~worldmodel.worlds.navigation.reconstruct.Reconstruction` (or its
+``edge_list()``) and the :class:`StreetMap` whose ``coords`` give positions.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from worldmodel.errors import WorldModelError
+
+from .reconstruct import DIRECTIONS
+
+COLOR_BY = ("length", "direction")
+_DIR_COLOURS = dict(zip(DIRECTIONS, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                    "#9467bd", "#8c564b", "#e377c2", "#17becf")))
+
+
+def _segments(edges: Sequence[dict], coords, kind: str) -> tuple[np.ndarray, list[dict]]:
+    segs, kept = [], []
+    for e in edges:
+        if e["type"] != kind or e["u"] not in coords or e["v"] not in coords:
+            continue
+        (la1, lo1), (la2, lo2) = coords[e["u"]], coords[e["v"]]
+        segs.append(((lo1, la1), (lo2, la2)))
+        kept.append(e)
+    return np.array(segs, dtype=float).reshape(-1, 2, 2), kept
+
+
+def draw_reconstruction(reconstruction_or_edges, street_map, path: str | Path, color_by: str = "length",
+                        title: str | None = None, dpi: int = 150) -> Path:
+    """Save a PNG of the reconstructed map to ``path``; returns the path."""
+    if color_by not in COLOR_BY:
+        raise WorldModelError(f"colour new edges by {color_by!r}? choose one of {', '.join(COLOR_BY)}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+
+    edges = reconstruction_or_edges.edge_list() if hasattr(reconstruction_or_edges, "edge_list") \
+        else list(reconstruction_or_edges)
+    coords = street_map.coords
+    if not coords:
+        raise WorldModelError(f"street map {getattr(street_map, 'name', '')} has no coordinates to draw")
+    lats = np.array([c[0] for c in coords.values()])
+    lons = np.array([c[1] for c in coords.values()])
+    span_lat = max(float(np.ptp(lats)), 1e-4)
+    span_lon = max(float(np.ptp(lons)), 1e-4)
+    aspect = 1 / math.cos(math.radians(float(lats.mean())))  # metres per degree, lat vs lon
+    h = 9.0
+    w = min(16.0, max(4.0, h * span_lon / (span_lat * aspect) + 1.5))
+    fig, ax = plt.subplots(figsize=(w, h))
+    used, _ = _segments(edges, coords, "true-used")
+    unused, _ = _segments(edges, coords, "true-unused")
+    new, new_edges = _segments(edges, coords, "new")
+    if len(unused):
+        ax.add_collection(LineCollection(unused, colors="#e4e4e4", linewidths=0.5, zorder=1))
+    if len(used):
+        ax.add_collection(LineCollection(used, colors="#b5b5b5", linewidths=0.7, zorder=2))
+    handles = [Line2D([], [], color="#b5b5b5", lw=1, label=f"true, used ({len(used)})"),
+               Line2D([], [], color="#e4e4e4", lw=1, label=f"true, unused ({len(unused)})")]
+    if len(new):
+        if color_by == "length":
+            lengths = np.array([e["length_m"] for e in new_edges], dtype=float)
+            lc = LineCollection(new, cmap="plasma", linewidths=1.1, zorder=3)
+            lc.set_array(lengths)
+            ax.add_collection(lc)
+            fig.colorbar(lc, ax=ax, fraction=0.04, pad=0.01, label="new edge length (m)")
+            handles.append(Line2D([], [], color=plt.get_cmap("plasma")(0.6), lw=1.5, label=f"new ({len(new)})"))
+        else:
+            cols = [_DIR_COLOURS[e["direction"]] for e in new_edges]
+            ax.add_collection(LineCollection(new, colors=cols, linewidths=1.1, zorder=3))
+            present = sorted({e["direction"] for e in new_edges}, key=DIRECTIONS.index)
+            handles += [Line2D([], [], color=_DIR_COLOURS[d], lw=1.5, label=f"new {d}") for d in present]
+    ax.set_xlim(lons.min() - 0.03 * span_lon, lons.max() + 0.03 * span_lon)
+    ax.set_ylim(lats.min() - 0.03 * span_lat, lats.max() + 0.03 * span_lat)
+    ax.set_aspect(aspect)
+    ax.ticklabel_format(useOffset=False, style="plain")
+    ax.set_xlabel("longitude")
+    ax.set_ylabel("latitude")
+    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def write_html(reconstruction_or_edges, street_map, path: str | Path, color_by: str = "length",
+               open_browser: bool = False) -> Path:
+    """Save an interactive map (folium, ``tiles=None``) to ``path``; optionally open it."""
+    if color_by not in COLOR_BY:
+        raise WorldModelError(f"colour new edges by {color_by!r}? choose one of {', '.join(COLOR_BY)}")
+    import folium
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize, to_hex
+
+    edges = reconstruction_or_edges.edge_list() if hasattr(reconstruction_or_edges, "edge_list") \
+        else list(reconstruction_or_edges)
+    coords = street_map.coords
+    lats = [c[0] for c in coords.values()]
+    lons = [c[1] for c in coords.values()]
+    fmap = folium.Map(location=[float(np.mean(lats)), float(np.mean(lons))], tiles=None, zoom_start=13,
+                      control_scale=True)
+    fmap.fit_bounds([[min(lats), min(lons)], [max(lats), max(lons)]])
+    true_layer = folium.FeatureGroup(name="true edges")
+    new_layer = folium.FeatureGroup(name="new edges")
+    new = [e for e in edges if e["type"] == "new" and e["u"] in coords and e["v"] in coords]
+    norm = Normalize(vmin=0, vmax=max([e["length_m"] for e in new], default=1.0))
+    cmap = colormaps["plasma"]
+    for e in edges:
+        if e["u"] not in coords or e["v"] not in coords:
+            continue
+        pts = [list(coords[e["u"]]), list(coords[e["v"]])]
+        if e["type"] == "new":
+            colour = to_hex(cmap(norm(e["length_m"]))) if color_by == "length" else _DIR_COLOURS[e["direction"]]
+            folium.PolyLine(pts, color=colour, weight=3, opacity=0.9,
+                            tooltip=f"new {e['direction']}: {e['u']} → {e['v']} ({e['length_m']:.0f} m)"
+                            ).add_to(new_layer)
+        else:
+            colour = "#9a9a9a" if e["type"] == "true-used" else "#d0d0d0"
+            folium.PolyLine(pts, color=colour, weight=2, opacity=0.8).add_to(true_layer)
+    true_layer.add_to(fmap)
+    new_layer.add_to(fmap)
+    folium.LayerControl().add_to(fmap)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmap.save(str(path))
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
+    return path
