@@ -272,6 +272,14 @@ class Vocabulary:
             )
 
 
+def quiet_transformers() -> None:
+    """Silence transformers' per-call progress bars and info chatter (our own bars remain)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
 def gpt2_config(vocab: Vocabulary, n_layer=2, n_embd=64, n_head=4, n_positions=128, dropout=0.0, **_):
     """A GPT-2 configuration for a vocabulary (plain values, nanoGPT style)."""
     from transformers import GPT2Config
@@ -303,8 +311,10 @@ class HFModel(SequenceModel):
     # -- construction ----------------------------------------------------------
     @classmethod
     def from_pretrained(cls, folder: str | Path, world: World | None = None, device="cpu", name=None) -> "HFModel":
+        from safetensors import SafetensorError
         from transformers import AutoModelForCausalLM
 
+        quiet_transformers()
         folder = Path(folder)
         if not folder.is_dir():
             raise WorldModelError(f"checkpoint {folder} does not exist or is not a folder")
@@ -313,7 +323,7 @@ class HFModel(SequenceModel):
             vocab.check_world(world, str(folder))
         try:
             model = AutoModelForCausalLM.from_pretrained(folder)
-        except (OSError, ValueError, RuntimeError, EnvironmentError) as exc:
+        except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise WorldModelError(f"checkpoint {folder} is incomplete or corrupt: {first}") from None
         if model.config.vocab_size != len(vocab):
@@ -327,10 +337,12 @@ class HFModel(SequenceModel):
         """A randomly initialised GPT-2 of the given architecture (the paper's baseline)."""
         from transformers import GPT2LMHeadModel
 
+        quiet_transformers()
         torch.manual_seed(seed)
         return cls(GPT2LMHeadModel(gpt2_config(vocab, **model_cfg)), vocab, name="untrained", device=device)
 
     def save_pretrained(self, folder: str | Path) -> None:
+        quiet_transformers()
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(folder)

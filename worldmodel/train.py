@@ -28,7 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .errors import WorldModelError
-from .models import HFModel, Vocabulary, gpt2_config
+from .models import HFModel, Vocabulary, gpt2_config, quiet_transformers
 from .tasks import Task, read_sequences
 
 
@@ -110,6 +110,7 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
 
     from transformers import GPT2LMHeadModel
 
+    quiet_transformers()
     torch.manual_seed(seed)
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     model = GPT2LMHeadModel(config)

@@ -1,0 +1,42 @@
+import numpy as np
+import pytest
+import torch
+
+from worldmodel.acceptance import Epsilon, TopK, TopP, parse_acceptance
+from worldmodel.errors import WorldModelError
+
+P = torch.tensor([[0.5, 0.3, 0.15, 0.05, 0.0]], dtype=torch.float64)
+
+
+def test_epsilon_is_strict():
+    assert Epsilon(0.05).mask(P).tolist() == [[True, True, True, False, False]]
+
+
+def test_top_k():
+    assert TopK(2).mask(P).tolist() == [[True, True, False, False, False]]
+    assert TopK(10).mask(P).all()
+
+
+def test_top_p_smallest_set_exceeding_p():
+    # 0.5 alone is not > 0.5, so the second token is needed; 0.8 > 0.5 suffices
+    assert TopP(0.5).mask(P).tolist() == [[True, True, False, False, False]]
+    assert TopP(0.8).mask(P).tolist() == [[True, True, True, False, False]]
+    assert TopP(0.4).mask(P).tolist() == [[True, False, False, False, False]]
+
+
+def test_masks_work_batched_and_on_numpy():
+    probs = np.random.default_rng(0).dirichlet(np.ones(6), size=(3, 4))
+    for rule in (Epsilon(0.1), TopK(2), TopP(0.7)):
+        m = rule.mask_np(probs)
+        assert m.shape == probs.shape and m.any(-1).all()
+
+
+def test_parse():
+    assert parse_acceptance("top-k:3") == TopK(3)
+    assert parse_acceptance("epsilon:0.02") == Epsilon(0.02)
+    assert parse_acceptance(0.1) == Epsilon(0.1)
+    assert parse_acceptance(None) == Epsilon(0.01)
+    with pytest.raises(WorldModelError):
+        parse_acceptance("nucleus:0.9")
+    with pytest.raises(WorldModelError):
+        Epsilon(1.5)

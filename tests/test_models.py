@@ -1,0 +1,113 @@
+"""Model adapters: KV-cache scoring against naive scoring, sampling, checkpoints."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from worldmodel.acceptance import Epsilon, TopK
+from worldmodel.dfa import ExplicitDFA, is_valid, random_dfa
+from worldmodel.errors import WorldModelError
+from worldmodel.models import HFModel, TrueWorldModel, Vocabulary
+
+
+@pytest.fixture(scope="module")
+def world():
+    return random_dfa(8, 4, 3)
+
+
+@pytest.fixture(scope="module")
+def model(world):
+    return HFModel.untrained(Vocabulary(world.tokens), dict(n_layer=2, n_embd=32, n_head=2, n_positions=64), seed=1)
+
+
+def naive_probs(model, prefix, suffix):
+    """Full-sequence forward pass, one sequence at a time: the reference."""
+    ids = torch.tensor([model.vocab.encode(list(prefix) + list(suffix))])
+    with torch.no_grad():
+        p = torch.softmax(model.model(ids).logits[0].double(), -1)
+    return np.array([float(p[len(prefix) + j, model.vocab.stoi[t]]) for j, t in enumerate(suffix)])
+
+
+def test_kv_cache_scoring_matches_naive(world, model):
+    rng = np.random.default_rng(0)
+    toks = world.tokens
+    prefixes = [tuple(rng.choice(toks, size=n)) for n in (0, 1, 5, 12, 3)]
+    suffixes = [[tuple(rng.choice(toks, size=int(rng.integers(1, 9)))) for _ in range(int(rng.integers(1, 6)))]
+                for _ in prefixes]
+    scored = model.score(prefixes, suffixes, Epsilon(0.2))
+    worst = 0.0
+    for p, group, res in zip(prefixes, suffixes, scored):
+        for s, sc in zip(group, res):
+            ref = naive_probs(model, p, s)
+            worst = max(worst, float(np.abs(ref - sc.probs).max()))
+            assert sc.accepted.tolist() == (ref > 0.2).tolist() or np.abs(ref - 0.2).min() < 1e-5
+    assert worst < 1e-5
+
+
+def test_prefix_probs_and_next_token_probs_agree(world, model):
+    seqs = [("t0", "t1", "t2"), ("t3",), ()]
+    full = model.prefix_probs(seqs)
+    for s, rows in zip(seqs, full):
+        assert rows.shape == (len(s) + 1, len(world.tokens))
+        direct = model.next_token_probs([s[:j] for j in range(len(s) + 1)])
+        assert np.allclose(rows, direct, atol=1e-5)
+
+
+def test_sampling_follows_acceptance_and_is_batch_independent(world, model):
+    rng = np.random.default_rng(5)
+    prefixes = [("t0",), ("t1", "t2", "t3", "t0"), ()]
+    us = [rng.random((6, 7)) for _ in prefixes]
+    rule = TopK(2)
+    together = model.sample(prefixes, us, rule)
+    alone = [model.sample([p], [u], rule)[0] for p, u in zip(prefixes, us)]
+    assert together == alone
+    scored = model.score(prefixes, together, rule)
+    for group, res in zip(together, scored):
+        for s, sc in zip(group, res):
+            assert len(s) == 7 and sc.all_accepted()
+
+
+def test_true_world_model_samples_valid_continuations(world):
+    m = TrueWorldModel(world)
+    rng = np.random.default_rng(0)
+    samples = m.sample([()], [rng.random((20, 10))], Epsilon())
+    assert all(is_valid(world, s) and len(s) == 10 for s in samples[0])
+    probs = m.next_token_probs([()])[0]
+    valid = set(world.valid_tokens(world.initial_state()))
+    assert {t for t, p in zip(world.tokens, probs) if p > 0} == valid
+
+
+def test_stop_tokens_end_samples():
+    dfa = ExplicitDFA([[1, -1], [1, 2], [-1, -1]], ["go", "end"])
+    m = TrueWorldModel(dfa)
+    out = m.sample([("go",)], [np.full((1, 50), 0.99)], Epsilon(), frozenset({"end"}))
+    assert out[0][0] == ("end",)
+
+
+def test_checkpoint_round_trip_and_errors(tmp_path, world, model):
+    model.save_pretrained(tmp_path / "ck")
+    again = HFModel.from_pretrained(tmp_path / "ck", world)
+    p = [("t0", "t1")]
+    assert np.allclose(again.next_token_probs(p), model.next_token_probs(p), atol=1e-6)
+    other = random_dfa(5, ["x", "y"], 0)
+    with pytest.raises(WorldModelError, match="does not match"):
+        HFModel.from_pretrained(tmp_path / "ck", other)
+    with pytest.raises(WorldModelError, match="does not exist"):
+        HFModel.from_pretrained(tmp_path / "nope", world)
+    # truncated weights file
+    weights = next((tmp_path / "ck").glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:100])
+    with pytest.raises(WorldModelError, match="incomplete or corrupt"):
+        HFModel.from_pretrained(tmp_path / "ck", world)
+    (tmp_path / "ck" / "vocab.json").write_text("{not json")
+    with pytest.raises(WorldModelError, match="malformed"):
+        HFModel.from_pretrained(tmp_path / "ck", world)
+
+
+def test_vocabulary_rejects_unknown_tokens():
+    v = Vocabulary(["a", "b"])
+    assert v.encode(["a", "b"]) == [1, 2, 3]
+    with pytest.raises(WorldModelError, match="'z'"):
+        v.encode(["a", "z"])
