@@ -251,3 +251,38 @@ def test_matches_the_straightforward_implementation():
         assert [(e.u, e.direction, e.v, e.sequence) for e in fast.new_edges] == edges
         assert fast.true_used == used
         assert fast.status == status
+
+
+def _shared_manhattan():
+    import os
+
+    base = Path(os.environ.get("WORLDMODEL_SHARED", REPO.parent / "shared" / "data")) / "manhattan"
+    if not (base / "world_model_edges.json").is_file():
+        pytest.skip(f"shared Manhattan data not found at {base} (set WORLDMODEL_SHARED)")
+    from worldmodel.worlds.navigation.graph import load_paper_graph
+
+    return load_paper_graph(base / "world_model_edges.json", base / "nodes.csv", base / "edges.csv")
+
+
+def test_manhattan_paper_graph_small_job():
+    m = _shared_manhattan()
+    bench = _load_bench()
+    seqs = bench.random_traversals(m, 60, seed=0)
+    r = reconstruct(seqs, m)
+    assert r.stats()["new_edges"] == 0 and r.stats()["failed"] == 0
+    seqs, chosen = corrupt(seqs, m, 0.25, seed=1)
+    r = reconstruct(seqs, m)
+    st = r.stats()
+    assert len(chosen) == 15 and st["new_edges"] > 0
+    assert st["new_edge_length_m"]["max"] <= 0.5 * MILE_M
+
+
+@pytest.mark.slow
+def test_manhattan_matches_the_straightforward_implementation():
+    m = _shared_manhattan()
+    bench = _load_bench()
+    seqs, _ = corrupt(bench.random_traversals(m, 300, seed=2), m, 0.25, seed=3)
+    fast = reconstruct(seqs, m)
+    edges, used, status = bench.naive_reconstruct(seqs, m)
+    assert [(e.u, e.direction, e.v, e.sequence) for e in fast.new_edges] == edges
+    assert fast.true_used == used and fast.status == status
