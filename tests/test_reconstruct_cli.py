@@ -114,3 +114,34 @@ def test_detours_true_model_always_arrives(tmp_path, data_dir, capsys):
 def test_bad_input_is_one_line_error(argv, match, tmp_path, data_dir):
     with pytest.raises(WorldModelError, match=match):
         run(*argv, "--data-dir", data_dir)
+
+
+def test_decode_unchecked_keeps_going_after_an_invalid_move():
+    import numpy as np
+
+    from worldmodel.models import SequenceModel
+    from worldmodel.tasks import load_task
+
+    world = load_task(TASK).domain.world
+    node = next(n for n in world.map.nodes if (n, "NE") not in world.map.edges)
+
+    class AlwaysNE(SequenceModel):
+        tokens = world.tokens
+        name = "ne"
+
+        def next_token_probs(self, prefixes):
+            out = np.zeros((len(prefixes), len(self.tokens)))
+            for i, p in enumerate(prefixes):
+                out[i, self.tokens.index("end" if len(p) >= 6 else "NE")] = 1.0
+            return out
+
+        def score(self, *a, **k):  # pragma: no cover
+            raise NotImplementedError
+
+        def sample(self, *a, **k):  # pragma: no cover
+            raise NotImplementedError
+
+    seqs = nav_cli.decode_unchecked(AlwaysNE(), [(node, node)], max_tokens=40, batch=1)
+    assert seqs == [[node, node, "NE", "NE", "NE", "NE", "end"]]
+    seqs = nav_cli.decode_unchecked(AlwaysNE(), [(node, node)] * 3, max_tokens=4)
+    assert seqs == [[node, node, "NE", "NE"]] * 3

@@ -11,7 +11,8 @@ Where sequences come from (reconstruct):
 
 * ``--checkpoint DIR --n-sequences N``: the model decodes greedily from ``N`` random
   origin–destination pairs of the task's test split (``--dataset``; default the
-  checkpoint's dataset);
+  checkpoint's dataset), up to ``end`` or the task's token limit, invalid moves included
+  (:func:`decode_unchecked`);
 * ``--model true --n-sequences N``: ``N`` random test sequences themselves (all valid);
   with ``--corrupt RATE`` this is the paper's corruption control;
 * ``--sequences FILE``: one sequence per line.
@@ -142,6 +143,36 @@ def _od_pairs(task, dataset: str, n: int, seed: int, data_dir=None, max_len: int
     return [pairs[int(i)] for i in idx]
 
 
+def decode_unchecked(model, pairs: list[tuple[str, str]], max_tokens: int, batch: int = 256,
+                     progress: bool = False) -> list[list[str]]:
+    """Greedy traversals that keep going after an invalid move (reconstruction needs the whole ride).
+
+    Each pair is decoded with the model's top-1 token until it emits ``end`` or the
+    sequence has ``max_tokens`` tokens; the world is never consulted, so a traversal
+    with an impossible turn carries on from wherever the model believes it is.
+    """
+    from tqdm.auto import tqdm
+
+    tokens = list(model.tokens)
+    seqs = [[o, d] for o, d in pairs]
+    live = [i for i in range(len(seqs)) if len(seqs[i]) < max_tokens]
+    bar = tqdm(total=len(seqs), desc="greedy decoding", disable=not progress, leave=False)
+    while live:
+        probs = np.concatenate([np.asarray(model.next_token_probs([seqs[i] for i in live[b:b + batch]]))
+                                for b in range(0, len(live), batch)])
+        nxt = []
+        for row, i in zip(probs, live):
+            tok = tokens[int(np.argmax(row))]
+            seqs[i].append(tok)
+            if tok != "end" and len(seqs[i]) < max_tokens:
+                nxt.append(i)
+            else:
+                bar.update(1)
+        live = nxt
+    bar.close()
+    return seqs
+
+
 def _model(task, args):
     if bool(getattr(args, "checkpoint", None)) == bool(getattr(args, "model", None)):
         raise WorldModelError("give exactly one of --checkpoint DIR or --model true")
@@ -158,7 +189,6 @@ def _model(task, args):
 
 
 def cmd_reconstruct(args) -> int:
-    from .domain import greedy_traversals
     from .draw import draw_reconstruction, write_html
 
     task = _load(args.task)
@@ -188,7 +218,7 @@ def cmd_reconstruct(args) -> int:
         if args.checkpoint:
             model = _model(task, args)
             pairs = _od_pairs(task, dataset, args.n_sequences, args.seed, args.data_dir, domain.max_tokens())
-            seqs = greedy_traversals(world, model, pairs, max_tokens=domain.max_tokens(), progress=progress)
+            seqs = decode_unchecked(model, pairs, domain.max_tokens(), progress=progress)
             source = f"greedy decoding of {args.checkpoint} from {len(pairs)} {dataset} test pairs"
         else:
             test = domain.sequences("test", dataset, args.data_dir)
