@@ -408,3 +408,57 @@ def random_game_scalar(u: np.ndarray, size: int = 8) -> list[int]:
         out.append(sq)
         pos = pos.play(sq)
     return out
+
+
+def replay_batch(squares: np.ndarray, size: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Replay many games at once on numpy bitboards.
+
+    ``squares`` is an int array ``(games, max_moves)`` of square indices, padded with -1
+    after each game's last move. Returns ``(first_illegal, over, black, white)``:
+    the index of each game's first illegal move (-1 if every move is legal; moves after
+    the end of the game count as illegal), whether the game is over after its last
+    move, and the final bitboards (of the position before the illegal move, if any).
+    """
+    if size > 8:
+        raise WorldModelError(f"the batched engine handles boards up to 8x8, not {size}x{size}")
+    squares = np.asarray(squares, dtype=np.int64)
+    rows, max_moves = squares.shape
+    n = size
+    full = np.uint64((1 << (n * n)) - 1)
+    dirs = [(d, np.uint64(m)) for d, m in _directions(n)]
+    b0, w0 = Geometry(n).start()
+    own = np.full(rows, b0, dtype=np.uint64)
+    opp = np.full(rows, w0, dtype=np.uint64)
+    side = np.zeros(rows, dtype=np.int8)   # 0 black to move, 1 white
+    over = np.zeros(rows, dtype=bool)
+    bad = np.full(rows, -1, dtype=np.int64)
+    moves_all = _np_legal(n, own, opp, dirs, full)
+    for t in range(max_moves):
+        idx = np.flatnonzero((squares[:, t] >= 0) & (bad < 0))
+        if len(idx) == 0:
+            continue
+        sq = squares[idx, t]
+        move = np.uint64(1) << sq.astype(np.uint64)
+        ok = ((moves_all[idx] & move) != 0) & ~over[idx] & (sq < n * n)
+        bad[idx[~ok]] = t
+        idx, move = idx[ok], move[ok]
+        if len(idx) == 0:
+            continue
+        o, p = own[idx], opp[idx]
+        f = _np_flips(n, o, p, move, dirs, full)
+        o = o | f | move
+        p = p & ~f
+        opp_moves = _np_legal(n, p, o, dirs, full)
+        opp_can = opp_moves != 0
+        own_moves = np.zeros_like(opp_moves)
+        stuck = np.flatnonzero(~opp_can)
+        if len(stuck):
+            own_moves[stuck] = _np_legal(n, o[stuck], p[stuck], dirs, full)
+        own[idx] = np.where(opp_can, p, o)
+        opp[idx] = np.where(opp_can, o, p)
+        side[idx] = np.where(opp_can, 1 - side[idx], side[idx])
+        moves_all[idx] = np.where(opp_can, opp_moves, own_moves)
+        over[idx] = ~opp_can & (own_moves == 0)
+    black = np.where(side == 0, own, opp)
+    white = np.where(side == 0, opp, own)
+    return bad, over, black, white

@@ -1,0 +1,156 @@
+"""The Othello domain: synthetic and championship move transcripts on an n × n board.
+
+Task keys read here (see ``tasks/othello-*.toml``)::
+
+    [world]
+    size = 8                       # even board size; 8 is real Othello
+
+    [data]                         # defaults for both datasets
+    default = "synthetic"          # the dataset used when a command names none
+    n_val = 500
+    n_test = 500
+
+    [data.synthetic]               # uniformly random legal games, seeded by the task seed
+    n_train = 20000
+
+    [data.championship]            # WTHOR games (8x8 only)
+    folder = "..."                 # optional; else $WORLDMODEL_OTHELLO_DATA, $WORLDMODEL_SHARED/othello,
+                                   # or shared/data/othello beside the repository
+    years = [1977, 2025]           # inclusive
+    include_tournaments = []       # case-insensitive substrings; empty = all
+    exclude_tournaments = ["Internet", "XOT"]
+    exclude_players = ["Saio", "Ntest", "Zebra", "Logistello", "Edax", "Cassio"]
+    complete_only = true
+    n_train = 0                    # 0 = every distinct game left after test and val
+
+    [sampler]
+    games = 1000                   # simulated random games behind compression/distinction pairs
+    seed = 1                       # offset added to the task seed for the pool
+
+Each sequence is one game's moves as square names, no pass tokens, no end token.
+
+The board is far too large to enumerate continuations, so the metric engine must use
+the *sampled* true boundary (``worldmodel.dfa.sampled_boundary``: minimal
+distinguishing prefixes of M random valid continuations, as in the paper's App. D):
+the class attribute :attr:`OthelloDomain.boundary` says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import WorldModelError
+from ...tasks import Domain
+from .engine import random_games
+from .sampler import OthelloSampler
+from .wthor import load_games
+from .world import OthelloWorld
+
+DEFAULT_EXCLUDE_TOURNAMENTS = ("Internet", "XOT")
+DEFAULT_EXCLUDE_PLAYERS = ("Saio", "Ntest", "Zebra", "Logistello", "Edax", "Cassio")
+
+
+def _count(cfg: dict, key: str, default: int, where: str) -> int:
+    value = cfg.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise WorldModelError(f"{where}: {key} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+class OthelloDomain(Domain):
+    """Othello move transcripts: ``synthetic`` random legal games and ``championship`` WTHOR games."""
+
+    #: How the metric engine gets the true Myhill–Nerode boundary for distinction:
+    #: "sampled" (from M random valid continuations), since an Othello position's
+    #: continuations cannot be enumerated. Domains without the attribute are "exact".
+    boundary = "sampled"
+
+    def build_world(self) -> OthelloWorld:
+        size = self.task.section("world").get("size", 8)
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise WorldModelError(f"task {self.task.path}: [world] size must be an even integer, got {size!r}")
+        return OthelloWorld(size)
+
+    def sampler(self) -> OthelloSampler:
+        cfg = self.task.section("sampler")
+        where = f"task {self.task.path} [sampler]"
+        games = _count(cfg, "games", 1000, where)
+        offset = _count(cfg, "seed", 1, where)
+        return OthelloSampler(self.world, games=games, pool_seed=self.task.seed + offset)
+
+    def datasets(self) -> list[str]:
+        """``synthetic`` (and ``championship`` on 8×8); ``[data] default`` names the one listed first."""
+        names = ["synthetic", "championship"] if self.world.size == 8 else ["synthetic"]
+        first = self.task.section("data").get("default")
+        if first is not None:
+            if first not in names:
+                raise WorldModelError(f"task {self.task.path}: [data] default = {first!r} is not one of {', '.join(names)}")
+            names.remove(first)
+            names.insert(0, first)
+        return names
+
+    def _data_cfg(self, dataset: str) -> dict:
+        """``[data]`` keys shared by both datasets, overridden by ``[data.<dataset>]``."""
+        data = self.task.section("data")
+        own = data.get(dataset, {})
+        if not isinstance(own, dict):
+            raise WorldModelError(f"task {self.task.path}: [data.{dataset}] must be a table")
+        shared = {k: v for k, v in data.items() if not isinstance(v, dict)}
+        return {**shared, **own}
+
+    def generate(self, dataset: str) -> dict[str, list[list[str]]]:
+        if dataset == "synthetic":
+            return self._synthetic()
+        if dataset == "championship":
+            if self.world.size != 8:
+                raise WorldModelError(f"task {self.task.name}: championship games exist only for 8x8, not {self.world.size}x{self.world.size}")
+            return self._championship()
+        raise WorldModelError(f"task {self.task.name}: unknown Othello dataset {dataset!r} (known: {', '.join(self.datasets())})")
+
+    def _synthetic(self) -> dict[str, list[list[str]]]:
+        where = f"task {self.task.path} [data.synthetic]"
+        cfg = self._data_cfg("synthetic")
+        sizes = {s: _count(cfg, f"n_{s}", d, where) for s, d in (("train", 20000), ("val", 500), ("test", 500))}
+        total = sum(sizes.values())
+        names = [self.world.geometry.name(i) for i in range(self.world.geometry.squares)]
+        games = random_games(total, self.world.size, self.task.seed, progress=total > 50000)
+        seqs = [[names[s] for s in g] for g in games]
+        a, b = sizes["train"], sizes["train"] + sizes["val"]
+        return {"train": seqs[:a], "val": seqs[a:b], "test": seqs[b:]}
+
+    def _championship(self) -> dict[str, list[list[str]]]:
+        where = f"task {self.task.path} [data.championship]"
+        cfg = self._data_cfg("championship")
+        years = cfg.get("years")
+        if years is not None:
+            if not (isinstance(years, list) and len(years) == 2 and all(isinstance(y, int) for y in years)):
+                raise WorldModelError(f"{where}: years must be [first, last], got {years!r}")
+            years = (years[0], years[1])
+        try:
+            games, report = load_games(
+                cfg.get("folder"),
+                years=years,
+                include_tournaments=tuple(cfg.get("include_tournaments", ())),
+                exclude_tournaments=tuple(cfg.get("exclude_tournaments", DEFAULT_EXCLUDE_TOURNAMENTS)),
+                exclude_players=tuple(cfg.get("exclude_players", DEFAULT_EXCLUDE_PLAYERS)),
+                complete_only=bool(cfg.get("complete_only", True)),
+                progress=True,
+            )
+        except WorldModelError as exc:
+            raise WorldModelError(f"championship dataset of task {self.task.name}: {exc}") from None
+        # one copy of each distinct transcript, then a seeded shuffle into test / val / train
+        unique = list(dict.fromkeys(g.moves for g in games))
+        order = np.random.default_rng(self.task.seed).permutation(len(unique))
+        seqs = [list(unique[i]) for i in order]
+        n_test = _count(cfg, "n_test", 1000, where)
+        n_val = _count(cfg, "n_val", 1000, where)
+        n_train = _count(cfg, "n_train", 0, where)
+        if n_test + n_val >= len(seqs):
+            raise WorldModelError(
+                f"{where}: {len(seqs)} distinct games after filtering ({report.summary()}), "
+                f"too few for test={n_test} and val={n_val}"
+            )
+        test, val, train = seqs[:n_test], seqs[n_test:n_test + n_val], seqs[n_test + n_val:]
+        if n_train:
+            train = train[:n_train]
+        return {"train": train, "val": val, "test": test}
