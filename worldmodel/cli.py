@@ -87,7 +87,7 @@ def evaluation_settings(task, args):
     from .metrics import Settings
 
     cfg = dict(task.section("evaluate"))
-    for key in ("trials", "M", "k", "seed"):
+    for key in ("trials", "M", "k", "seed", "probe_sequences", "probe_epochs"):
         if getattr(args, key, None) is not None:
             cfg[key] = getattr(args, key)
     settings = Settings.from_dict(cfg)
@@ -198,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--M", type=int, help="model samples per prefix (default 30)")
     e.add_argument("--k", type=int, help="true-boundary suffix length (default 5)")
     e.add_argument("--seed", type=int)
+    e.add_argument("--probe-sequences", type=int, help="sequences whose positions train/test the probe (default 1000)")
+    e.add_argument("--probe-epochs", type=int, help="probe training epochs (default 100)")
     e.add_argument("--dataset", help="held-out data for next-token and probe (default: the checkpoint's)")
     e.add_argument("--data-dir")
     e.add_argument("--device", default="cpu")
