@@ -193,3 +193,11 @@ def test_tiny_task_builds():
     assert isinstance(task.world, NavigationWorld)
     s = task.domain.sampler()
     assert s.max_len <= 48 - 1 - 20 - 2
+
+
+def test_several_routes_per_tree(world):
+    gen = Generator(world, seed=5, max_tokens=40)
+    sp = gen.noisy_shortest_paths({"train": 100, "val": 10, "test": 10}, n_weightings=3, per_tree=6)
+    ods = {k: {(s[0], s[1]) for s in v} for k, v in sp.items()}
+    assert len(sp["train"]) == 100 and not ods["train"] & ods["test"]
+    assert all(is_valid(world, s) for v in sp.values() for s in v)

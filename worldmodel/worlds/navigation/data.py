@@ -132,9 +132,12 @@ def split_of(origin: str, destination: str, seed: int, fractions: tuple[float, f
     return "train"
 
 
-def fill_splits(draw: Callable[[], list[str] | None], sizes: dict[str, int], seed: int,
+def fill_splits(draw: Callable[[], list[list[str]]], sizes: dict[str, int], seed: int,
                 dedupe: str, max_draws: int, desc: str) -> dict[str, list[list[str]]]:
     """Draw sequences until each split has its size; each OD pair goes to its hashed split.
+
+    ``draw()`` returns a (possibly empty) list of candidate sequences; ``max_draws``
+    bounds the number of calls.
 
     ``dedupe`` is ``"od"`` (one sequence per OD pair), ``"sequence"`` (no repeated
     sequence) or ``"none"``. Stops after ``max_draws`` draws; a split left empty is an error.
@@ -149,19 +152,17 @@ def fill_splits(draw: Callable[[], list[str] | None], sizes: dict[str, int], see
         for _ in range(max_draws):
             if all(len(out[s]) >= sizes[s] for s in SPLITS):
                 break
-            seq = draw()
-            if seq is None:
-                continue
-            split = split_of(seq[0], seq[1], seed, fr)  # type: ignore[arg-type]
-            if len(out[split]) >= sizes[split]:
-                continue
-            key = (seq[0], seq[1]) if dedupe == "od" else tuple(seq) if dedupe == "sequence" else None
-            if key is not None:
-                if key in seen:
+            for seq in draw():
+                split = split_of(seq[0], seq[1], seed, fr)  # type: ignore[arg-type]
+                if len(out[split]) >= sizes[split]:
                     continue
-                seen.add(key)
-            out[split].append(seq)
-            bar.update(1)
+                key = (seq[0], seq[1]) if dedupe == "od" else tuple(seq) if dedupe == "sequence" else None
+                if key is not None:
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                out[split].append(seq)
+                bar.update(1)
     empty = [s for s in SPLITS if sizes[s] > 0 and not out[s]]
     if empty:
         raise WorldModelError(f"{desc}: could not draw any {empty[0]} sequence in {max_draws} tries "
@@ -187,28 +188,34 @@ class Generator:
             return None
         return seq
 
-    def _od_pair(self, rng: np.random.Generator) -> tuple[str, str] | None:
+    def _routes(self, rng: np.random.Generator, weighting: int, per_tree: int) -> list[list[str]]:
+        """Routes from one uniform origin to ``per_tree`` uniform destinations under one weighting.
+
+        Drawing several destinations per shortest-path tree keeps Dijkstra runs few on
+        big maps; origins and destinations stay uniform (pairs with no route, or of
+        two nodes or fewer, are dropped).
+        """
         nodes = self.world.map.nodes
         o = self._movers[int(rng.integers(len(self._movers)))]
-        d = nodes[int(rng.integers(len(nodes)))]
-        if o == d:
-            return None
-        return o, d
+        out = []
+        for _ in range(per_tree):
+            d = nodes[int(rng.integers(len(nodes)))]
+            if d == o:
+                continue
+            path = self.router.path(o, d, weighting)
+            if path is not None:
+                seq = self._keep(self.router.to_sequence(path), len(path))
+                if seq is not None:
+                    out.append(seq)
+        return out
 
-    def shortest_paths(self, sizes: dict[str, int], max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+    def shortest_paths(self, sizes: dict[str, int], per_tree: int = 1,
+                       max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
         rng = np.random.default_rng([self.seed, 1])
+        return fill_splits(lambda: self._routes(rng, 0, per_tree), sizes, self.seed, "od",
+                           max_draw_factor * sum(sizes.values()) + 1000, "shortest paths")
 
-        def draw():
-            od = self._od_pair(rng)
-            if od is None:
-                return None
-            nodes = self.router.path(od[0], od[1], 0)
-            return None if nodes is None else self._keep(self.router.to_sequence(nodes), len(nodes))
-
-        return fill_splits(draw, sizes, self.seed, "od", max_draw_factor * sum(sizes.values()) + 1000,
-                           "shortest paths")
-
-    def noisy_shortest_paths(self, sizes: dict[str, int], n_weightings: int = 50,
+    def noisy_shortest_paths(self, sizes: dict[str, int], n_weightings: int = 50, per_tree: int = 1,
                              max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
         if n_weightings < 1:
             raise WorldModelError(f"[data] n_weightings must be at least 1, got {n_weightings}")
@@ -217,12 +224,8 @@ class Generator:
             self.router.add_noisy_weightings(n_weightings, np.random.default_rng([self.seed, 3]))
 
         def draw():
-            od = self._od_pair(rng)
-            if od is None:
-                return None
             k = 1 + int(rng.integers(len(self.router.weightings) - 1))
-            nodes = self.router.path(od[0], od[1], k)
-            return None if nodes is None else self._keep(self.router.to_sequence(nodes), len(nodes))
+            return self._routes(rng, k, per_tree)
 
         return fill_splits(draw, sizes, self.seed, "sequence", max_draw_factor * sum(sizes.values()) + 1000,
                            "noisy shortest paths")
@@ -248,7 +251,8 @@ class Generator:
                 d = keys[int(rng.integers(len(keys)))]
                 dirs.append(d)
                 cur = options[d]
-            return self._keep([origin, cur] + dirs + [END_TOKEN], len(dirs) + 1)
+            seq = self._keep([origin, cur] + dirs + [END_TOKEN], len(dirs) + 1)
+            return [] if seq is None else [seq]
 
         return fill_splits(draw, sizes, self.seed, "none", max_draw_factor * sum(sizes.values()) + 1000,
                            "random walks")

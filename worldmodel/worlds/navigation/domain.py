@@ -7,7 +7,8 @@ Task settings:
 * ``[data]``: ``n_train``, ``n_val``, ``n_test`` (sequences per split), ``max_tokens``
   (default 100), ``n_weightings`` (noisy shortest paths, default 50), ``min_moves`` /
   ``max_moves`` (random walks, default 2 / 97). A sub-table per dataset
-  (``[data.random-walks]``) overrides any of them for that dataset.
+  (``[data.random-walks]``) overrides any of them for that dataset. ``per_tree``
+  (default 1): destinations routed per Dijkstra tree (raise it on big maps).
 * ``[sampler]`` (optional): ``min_len`` / ``max_len`` of sampled prefixes (directions).
   The budget for prefix + shortest completion is ``min(max_tokens, n_positions - 1)``.
 * ``[capabilities]`` (optional): ``pairs`` (test OD pairs decoded greedily, default 200),
@@ -86,10 +87,13 @@ class NavigationDomain(Domain):
         if any(v < 0 for v in sizes.values()) or sizes["train"] == 0:
             raise WorldModelError(f"task {self.task.path}: [data] split sizes must be >= 0 and n_train > 0")
         gen = Generator(self.world, self.task.seed, max_tokens=self.max_tokens())
+        per_tree = int(cfg.get("per_tree", 1))
+        if per_tree < 1:
+            raise WorldModelError(f"task {self.task.path}: [data] per_tree must be at least 1")
         if dataset == "shortest-paths":
-            return gen.shortest_paths(sizes)
+            return gen.shortest_paths(sizes, per_tree=per_tree)
         if dataset == "noisy-shortest-paths":
-            return gen.noisy_shortest_paths(sizes, n_weightings=int(cfg.get("n_weightings", 50)))
+            return gen.noisy_shortest_paths(sizes, n_weightings=int(cfg.get("n_weightings", 50)), per_tree=per_tree)
         return gen.random_walks(sizes, min_moves=int(cfg.get("min_moves", 2)), max_moves=int(cfg.get("max_moves", 97)))
 
     def extra_metrics(self, model, args) -> dict:
