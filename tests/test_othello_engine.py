@@ -1,0 +1,171 @@
+"""Othello rules: known positions, perft counts, passes, game end, batched vs scalar engines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worldmodel.errors import WorldModelError
+from worldmodel.worlds.othello.engine import (
+    BLACK, GAME_OVER, WHITE, Geometry, Position, flips, game_uniforms, perft,
+    random_game_scalar, random_games, replay, replay_batch,
+)
+
+G8 = Geometry(8)
+
+
+def names(pos: Position) -> list[str]:
+    g = Geometry(pos.n)
+    return [g.name(i) for i in pos.legal_list()]
+
+
+def sq(name: str, n: int = 8) -> int:
+    return Geometry(n).index(name)
+
+
+def test_square_names_and_start():
+    assert G8.name(0) == "a1" and G8.name(7) == "h1" and G8.name(63) == "h8" and G8.index("f5") == 37
+    start = Position.start(8)
+    assert start.counts() == (2, 2) and start.side == BLACK
+    assert (start.white >> sq("d4")) & 1 and (start.white >> sq("e5")) & 1
+    assert (start.black >> sq("d5")) & 1 and (start.black >> sq("e4")) & 1
+    assert names(start) == ["d3", "c4", "f5", "e6"]
+    # the 6x6 start is the same pattern one square closer to a1
+    assert [Geometry(6).name(i) for i in Position.start(6).legal_list()] == ["c2", "b3", "e4", "d5"]
+
+
+def test_opening_moves_flip_and_alternate():
+    pos = Position.start(8).play(sq("f5"))
+    assert pos.side == WHITE and pos.counts() == (4, 1)          # e5 flipped
+    assert (pos.black >> sq("e5")) & 1
+    assert names(pos) == ["f4", "d6", "f6"]              # increasing square index
+    pos = pos.play(sq("d6"))                                        # white flips d5
+    assert pos.side == BLACK and pos.counts() == (3, 3)
+    assert Position.start(8).play(sq("a1")) is None                 # not adjacent to anything
+    assert Position.start(8).play(sq("d4")) is None                 # occupied
+
+
+def test_perft_matches_published_counts():
+    start = Position.start(8)
+    assert [perft(start, d) for d in range(1, 5)] == [4, 12, 56, 244]
+    assert perft(start, 5) == 1396
+
+
+def test_flips_in_all_eight_directions():
+    # black plays d4: one white disc next to it in each direction, bracketed by black
+    pos = Position.from_text([
+        "........",
+        "........",
+        ".X.X.X..",
+        "..OOO...",
+        ".XO.OX..",
+        "..OOO...",
+        ".X.X.X..",
+        "........",
+    ], BLACK)
+    f = flips(8, pos.black, pos.white, sq("d4"))
+    assert sorted(G8.name(i) for i in range(64) if (f >> i) & 1) == sorted(
+        ["c3", "d3", "e3", "c4", "e4", "c5", "d5", "e5"])
+    after = pos.play(sq("d4"))
+    assert after.white == 0 and after.side == GAME_OVER
+
+
+def test_long_runs_flip_and_unbracketed_runs_do_not():
+    pos = Position.from_text([
+        "........",
+        "........",
+        "........",
+        "........",
+        "........",
+        "........",
+        "........",
+        ".OOOOOOX",
+    ], BLACK)
+    f = flips(8, pos.black, pos.white, sq("a1"))
+    assert f == sum(1 << sq(c + "1") for c in "bcdefg")
+    # the same run with nothing black beyond it is not a move
+    open_run = Position.from_text(["........"] * 7 + [".OOOOOO."], BLACK)
+    assert flips(8, open_run.black, open_run.white, sq("a1")) == 0
+    assert open_run.play(sq("a1")) is None
+    # runs never wrap around the board's edge: h1 ... a2 are not neighbours
+    wrap = Position.from_text(["........"] * 6 + ["X.......", ".......O"], BLACK)
+    assert wrap.legal() == 0
+
+
+def test_forced_pass_keeps_the_mover():
+    pos = Position.from_text([
+        "....OXO.",
+        "........",
+        "........",
+        "........",
+        "........",
+        "........",
+        "........",
+        ".OX.....",
+    ], BLACK)
+    after = pos.play(sq("a1"))
+    own, opp = after.own_opp()
+    assert after.side == BLACK          # white has no legal move: it passes
+    assert names(after) == ["d8", "h8"]
+    # white really has no move here
+    from worldmodel.worlds.othello.engine import legal_moves
+    assert legal_moves(8, after.white, after.black) == 0
+
+
+def test_game_end_when_neither_side_can_move():
+    pos = Position.from_text(["........"] * 7 + [".OX....."], BLACK)
+    end = pos.play(sq("a1"))
+    assert end.over and end.side == GAME_OVER and end.legal() == 0
+    assert end.play(sq("d1")) is None
+    assert end.counts() == (3, 0)
+
+
+def test_board_size_must_be_even():
+    for bad in (5, 2, 7, 28):
+        with pytest.raises(WorldModelError, match="even"):
+            Geometry(bad)
+    with pytest.raises(WorldModelError, match="z9"):
+        G8.index("z9")
+
+
+@pytest.mark.parametrize("size", [6, 8])
+def test_batched_random_games_equal_the_scalar_engine(size):
+    games = random_games(60, size, seed=3)
+    u = game_uniforms(3, 0, 60, size * size - 4)
+    for i, g in enumerate(games):
+        assert g == random_game_scalar(u[i], size)
+        positions = replay(g, size)                # every move legal
+        assert positions[-1].over                   # random games are played to the end
+    assert random_games(60, size, seed=3) == games
+    assert random_games(20, size, seed=4) != games[:20]
+    assert random_games(10, size, seed=3) == games[:10]   # a prefix of a run does not depend on its size
+
+
+def test_random_games_include_passes_and_short_games():
+    games = random_games(500, 6, seed=0)
+    lengths = [len(g) for g in games]
+    assert max(lengths) == 32 and min(lengths) < 32
+    # some game has a pass: two consecutive moves by the same side
+    def has_pass(g):
+        pos, prev = Position.start(6), None
+        for s in g:
+            if prev is not None and pos.side == prev:
+                return True
+            prev = pos.side
+            pos = pos.play(s)
+        return False
+    assert any(has_pass(g) for g in games)
+
+
+def test_replay_batch_flags_the_first_illegal_move():
+    games = random_games(3, 8, seed=1)
+    arr = np.full((3, 60), -1)
+    for i, g in enumerate(games):
+        arr[i, :len(g)] = g
+    arr[1, 10] = arr[1, 3]                  # an occupied square
+    arr[2, 30:] = -1                        # an unfinished game
+    bad, over, black, white = replay_batch(arr, 8)
+    assert bad.tolist() == [-1, 10, -1]
+    assert over.tolist() == [True, False, False]
+    final = replay(games[0], 8)[-1]
+    assert (int(black[0]), int(white[0])) == (final.black, final.white)
