@@ -108,8 +108,29 @@ def test_default_folder_follows_the_environment(monkeypatch, tmp_path):
     assert wthor.default_folder() == tmp_path / "othello"
 
 
-@pytest.mark.skipif(not (SHARED / "WTH.JOU").exists(),
-                    reason=f"WTHOR data not found at {SHARED} (set WORLDMODEL_OTHELLO_DATA)")
+needs_shared = pytest.mark.skipif(not (SHARED / "WTH.JOU").exists(),
+                                  reason=f"WTHOR data not found at {SHARED} (set WORLDMODEL_OTHELLO_DATA)")
+
+
+def _stated_games(year: int) -> int:
+    """Games per year file as PROVENANCE.md's inventory states them."""
+    row = re.search(rf"\| WTH_{year}\.wtb \| (\d+) \|", (SHARED / "PROVENANCE.md").read_text())
+    return int(row.group(1))
+
+
+@needs_shared
+def test_shared_database_early_years_replay():
+    years = range(1977, 1986)
+    games, report = wthor.load_games(SHARED, years=(1977, 1985), complete_only=False)
+    assert report.records == sum(_stated_games(y) for y in years) == 2194
+    assert not report.failed, report.summary()
+    first = games[0]
+    assert (first.year, first.tournament) == (1977, "World Championship")
+    assert all(g.moves[0] == "f5" for g in games)
+
+
+@pytest.mark.slow
+@needs_shared
 def test_shared_database_replays_completely():
     provenance = (SHARED / "PROVENANCE.md").read_text()
     stated = int(re.search(r"\*\*([\d,]+) games\*\*", provenance).group(1).replace(",", ""))
@@ -119,5 +140,3 @@ def test_shared_database_replays_completely():
     assert len(games) == stated
     assert sum(g.complete for g in games) == 137135       # as PROVENANCE.md counts
     assert all(g.moves[0] == "f5" for g in games)
-    first = games[0]
-    assert (first.year, first.tournament) == (1977, "World Championship")
