@@ -89,3 +89,19 @@ def test_train_and_evaluate_tiny_transformer(tmp_path):
     metrics = json.loads(out.read_text())["metrics"]
     for name in ("compression_precision", "distinction_precision", "distinction_recall", "next_token", "probe"):
         assert 0.0 <= metrics[name]["mean"] <= 1.0
+
+
+@pytest.mark.slow
+def test_reproduce_script_chat_rows(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    cmd = [sys.executable, str(repo / "scripts" / "reproduce_seating.py"), "--states", "4", "--tiny-steps", "0",
+           "--skip-likelihood", "--work", str(tmp_path / "work"), "--results", str(tmp_path / "res"),
+           "--figure", str(tmp_path / "fig.png")]
+    subprocess.run(cmd, check=True, capture_output=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    md = (tmp_path / "res" / "figure4.md").read_text()
+    assert "| true world model | 1.00 (0.00), n=4 |" in md and "| random |" in md and "tiny local HF" in md
+    assert (tmp_path / "fig.png").stat().st_size > 0

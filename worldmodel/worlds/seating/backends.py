@@ -211,12 +211,10 @@ class OpenAIChatBackend(Backend):
         return h
 
     def _once(self, prompt: str) -> str:
-        body = json.dumps({
-            "model": self.model,
-            "messages": [{"role": "user", "content": prompt}],
-            "temperature": 0,
-            "max_tokens": self.max_tokens,
-        }).encode()
+        payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}], "temperature": 0}
+        if self.max_tokens > 0:  # 0 leaves the limit to the server (some models refuse max_tokens)
+            payload["max_tokens"] = self.max_tokens
+        body = json.dumps(payload).encode()
         req = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
         with self._count_lock:
             self.requests_sent += 1

@@ -133,7 +133,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache", help="response cache file (default OUT/cache.jsonl)")
     p.add_argument("--out", required=True, help="folder for results.json, results.md, trials.jsonl")
-    p.add_argument("--max-tokens", type=int, default=1000, help="response length limit (default 1000)")
+    p.add_argument("--max-tokens", type=int, default=1000, help="response length limit (default 1000; 0 = send no limit, for endpoints that reject max_tokens)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default 120)")
     p.add_argument("--retries", type=int, default=6, help="retries per request on 429/5xx/timeouts (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each time")
