@@ -111,3 +111,16 @@ def test_vocabulary_rejects_unknown_tokens():
     assert v.encode(["a", "b"]) == [1, 2, 3]
     with pytest.raises(WorldModelError, match="'z'"):
         v.encode(["a", "z"])
+
+
+def test_mixed_lengths_fit_the_context_row_by_row(world):
+    """A long prefix with a short continuation beside a short prefix with a long one."""
+    m = HFModel.untrained(Vocabulary(world.tokens), dict(n_layer=1, n_embd=16, n_head=2, n_positions=20), seed=0)
+    long_p, short_p = tuple(["t0"] * 16), ("t1",)
+    rng = np.random.default_rng(0)
+    out = m.sample([long_p, short_p], [rng.random((3, 3)), rng.random((3, 18))], TopK(2))
+    assert [len(x) for x in out[0]] == [3, 3, 3] and [len(x) for x in out[1]] == [18] * 3
+    scored = m.score([long_p, short_p], [[("t0",) * 4], [("t1",) * 19]], TopK(2))
+    assert len(scored[1][0].probs) == 19
+    with pytest.raises(WorldModelError, match="longer than the model's context"):
+        m.sample([long_p], [rng.random((1, 6))], TopK(2))

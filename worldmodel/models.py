@@ -397,6 +397,7 @@ class HFModel(SequenceModel):
         c.batch_select_indices(rows)
         mask = torch.cat([prefix_mask[rows], tok_mask], dim=1)
         pos = lens[rows, None] - 1 + torch.arange(1, tokens.shape[1] + 1, device=self.device)[None, :]
+        pos = pos.clamp(max=self.max_positions - 1)  # only padding can reach past the context; it is masked
         out = self.model(input_ids=tokens, attention_mask=mask, position_ids=pos, cache=c, use_cache=True)
         return torch.log_softmax(out.logits.float(), dim=-1), out.cache, mask
 
@@ -434,7 +435,7 @@ class HFModel(SequenceModel):
                 batch = jobs[b0:b0 + self.batch_rows]
                 sufs = [list(suffixes[i][j]) for _, i, j in batch]
                 S = max(len(s) for s in sufs)
-                self._check_len(int(lens.max()) + S)
+                self._check_len(max(int(lens[k]) + len(s) - 1 for (k, _, _), s in zip(batch, sufs)))
                 ids = torch.full((len(batch), S), self.vocab.pad_id, dtype=torch.long, device=self.device)
                 tmask = torch.zeros((len(batch), S), dtype=torch.long, device=self.device)
                 for r, s in enumerate(sufs):
@@ -474,7 +475,8 @@ class HFModel(SequenceModel):
                 r += u.shape[0]
             # max_len per row: columns beyond a prefix's uniforms are never used
             max_len = torch.tensor([u.shape[1] for u in us for _ in range(u.shape[0])], device=self.device)
-            self._check_len(int(lens.max()) + T)
+            # each row must fit: its prefix (with BOS) plus its own continuation length
+            self._check_len(int((lens[rows] + max_len).max()) - 1 if len(rows) else 0)
             toks = torch.full((len(rows), T), -1, dtype=torch.long, device=self.device)
             alive = max_len > 0
             probs = self._domain(logp0)[rows]
@@ -498,7 +500,7 @@ class HFModel(SequenceModel):
                     break
                 inp = (choice + self.vocab.offset).clamp(max=len(self.vocab) - 1)[:, None]
                 mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=self.device)], dim=1)
-                pos = pos + 1
+                pos = (pos + 1).clamp(max=self.max_positions - 1)  # finished rows may run past; ignored
                 o = self.model(input_ids=inp, attention_mask=mask, position_ids=pos[:, None], cache=c, use_cache=True)
                 c = o.cache
                 probs = self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1))
