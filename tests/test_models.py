@@ -124,3 +124,22 @@ def test_mixed_lengths_fit_the_context_row_by_row(world):
     assert len(scored[1][0].probs) == 19
     with pytest.raises(WorldModelError, match="longer than the model's context"):
         m.sample([long_p], [rng.random((1, 6))], TopK(2))
+
+
+def test_lock_step_contrast_equals_sample_then_score(world, model):
+    """HFModel's lock-step decoding gives the same samples and verdicts as sampling, then scoring."""
+    from worldmodel.models import SequenceModel
+
+    rng = np.random.default_rng(9)
+    p1 = [("t0",), ("t1", "t2"), (), ("t3", "t3", "t1")]
+    p2 = [("t2", "t2", "t2"), ("t0",), ("t1",), ()]
+    us = [rng.random((8, int(n))) for n in (6, 9, 4, 7)]
+    rule = Epsilon(0.15)
+    fast = model.sample_contrast(p1, p2, us, rule)
+    slow = SequenceModel.sample_contrast(model, p1, p2, us, rule)
+    assert fast == slow
+    assert any(j is not None for g in fast for _, j in g) and any(j is None for g in fast for _, j in g)
+    # halting a group after its first rejection never changes whether the group had one
+    halted = model.sample_contrast(p1, p2, us, rule, halt_on_reject=True)
+    for a, b in zip(fast, halted):
+        assert any(j is not None for _, j in a) == any(j is not None for _, j in b)

@@ -165,16 +165,15 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
         pairs = [it[1][0] for it in items]
         us = [it[1][1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
               for it, p in zip(items, pairs)]
-        samples = model.sample([p.prefix1 for p in pairs], us, s.acceptance, world.stop_tokens)
-        scored = model.score([p.prefix2 for p in pairs], samples, s.acceptance)
+        res = model.sample_contrast([p.prefix1 for p in pairs], [p.prefix2 for p in pairs], us, s.acceptance,
+                                    world.stop_tokens, halt_on_reject=True)
         out = []
-        for (base, (pair, _), _), group, sc in zip(items, samples, scored):
-            bad = [i for i, x in enumerate(sc) if not x.all_accepted()]
+        for (base, (pair, _), _), group in zip(items, res):
+            bad = [x for x, j in group if j is not None]
             rec = {**base, "status": "ok", **_pair_fields(pair, world), "score": float(not bad),
-                   "n_samples": len(group), "n_rejected_after_prefix2": len(bad)}
+                   "n_samples": len(group)}
             if bad:
-                x, j = group[bad[0]], sc[bad[0]].first_rejected()
-                rec["example"] = list(x[: j + 1])
+                rec["example"] = list(bad[0])
             out.append(rec)
         return out
 
@@ -210,20 +209,17 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
         pairs = [d[0] for d in draws]
         us = [d[1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
               for d, p in zip(draws, pairs)]
-        samples = model.sample([p.prefix1 for p in pairs], us, s.acceptance, world.stop_tokens)
-        # one batched scoring call: samples after s2, true boundary after s1 and after s2
-        prefixes = [p.prefix2 for p in pairs] + [p.prefix1 for p in pairs] + [p.prefix2 for p in pairs]
-        groups = list(samples) + [d[2] for d in draws] + [d[2] for d in draws]
+        contrast = model.sample_contrast([p.prefix1 for p in pairs], [p.prefix2 for p in pairs], us, s.acceptance,
+                                         world.stop_tokens)
+        # the true boundary after s1 and after s2, in one batched scoring call
+        prefixes = [p.prefix1 for p in pairs] + [p.prefix2 for p in pairs]
+        groups = [d[2] for d in draws] + [d[2] for d in draws]
         scored = model.score(prefixes, groups, s.acceptance)
         n = len(pairs)
         out = []
         for t, ((base, _, _), (pair, _, true_b, true_size)) in enumerate(zip(items, draws)):
-            after2 = scored[t]
-            model_b = set()
-            for x, sc in zip(samples[t], after2):
-                j = sc.first_rejected()
-                if j is not None:
-                    model_b.add(tuple(x[: j + 1]))
+            # each sample cut at its first token refused after s2 is an element of MNB^m(s1, s2)
+            model_b = {x for x, j in contrast[t] if j is not None}
             if model_b:
                 correct = [
                     first_rejection(world, pair.state1, x) is None and first_rejection(world, pair.state2, x) is not None
@@ -233,8 +229,8 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
             else:
                 precision = 1.0
             if true_b:
-                acc1 = [x.all_accepted() for x in scored[n + t]]
-                acc2 = [x.all_accepted() for x in scored[2 * n + t]]
+                acc1 = [x.all_accepted() for x in scored[t]]
+                acc2 = [x.all_accepted() for x in scored[n + t]]
                 recall = float(np.mean([a and not b for a, b in zip(acc1, acc2)]))
             else:
                 recall = 1.0

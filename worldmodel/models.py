@@ -97,6 +97,36 @@ class SequenceModel(ABC):
         model allows no token.
         """
 
+    def sample_contrast(
+        self,
+        prefixes: Sequence[Prefix],
+        check_prefixes: Sequence[Prefix],
+        uniforms: Sequence[np.ndarray],
+        acceptance: AcceptanceRule,
+        stop_tokens: frozenset[Token] = frozenset(),
+        halt_on_reject: bool = False,
+    ) -> list[list[tuple[tuple[Token, ...], int | None]]]:
+        """Sample after ``prefixes[i]`` and check every token after ``check_prefixes[i]``.
+
+        Returns, per sample, ``(tokens, j)``: ``j`` is the index of the first sampled
+        token not allowed after the check prefix (the sample is cut after it: the cut
+        sample is an element of the model's boundary ``MNB^m(s1, s2)``), or ``None``
+        when the whole sample is allowed there. With ``halt_on_reject`` the other
+        samples of a group may be cut short once one is rejected (compression needs
+        only to know whether any is). Same samples as :meth:`sample` with the same
+        uniforms; this default samples, then scores.
+        """
+        samples = self.sample(prefixes, uniforms, acceptance, stop_tokens)
+        scored = self.score(check_prefixes, samples, acceptance)
+        out = []
+        for group, res in zip(samples, scored):
+            row = []
+            for x, sc in zip(group, res):
+                j = sc.first_rejected()
+                row.append((tuple(x[: j + 1]) if j is not None else tuple(x), j))
+            out.append(row)
+        return out
+
     def prefix_probs(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
         """``out[i][j] = m(· | sequences[i][:j])`` for ``j = 0..len``: every prefix of every sequence."""
         flat = [tuple(s[:j]) for s in sequences for j in range(len(s) + 1)]
@@ -387,13 +417,15 @@ class HFModel(SequenceModel):
         return out.cache, logp, mask, lens
 
     @torch.no_grad()
-    def _extend(self, cache, rows: torch.Tensor, prefix_mask, lens, tokens: torch.Tensor, tok_mask: torch.Tensor):
+    def _extend(self, cache, rows: torch.Tensor, prefix_mask, lens, tokens: torch.Tensor, tok_mask: torch.Tensor,
+                reuse: bool = True):
         """Run ``tokens`` [R, S] after the cached prefixes ``rows`` [R]; returns log-probs [R, S, V_all].
 
-        The cache is copied and its rows selected (repeated) so the original stays
-        reusable; positions continue from each prefix's real length.
+        With ``reuse`` the cache is copied before its rows are selected (repeated), so
+        the original stays usable for the next batch; positions continue from each
+        prefix's real length.
         """
-        c = copy.deepcopy(cache)
+        c = copy.deepcopy(cache) if reuse else cache
         c.batch_select_indices(rows)
         mask = torch.cat([prefix_mask[rows], tok_mask], dim=1)
         pos = lens[rows, None] - 1 + torch.arange(1, tokens.shape[1] + 1, device=self.device)[None, :]
@@ -443,7 +475,8 @@ class HFModel(SequenceModel):
                     tmask[r, :len(s)] = 1
                 rows = torch.tensor([k for k, _, _ in batch], device=self.device)
                 if S > 1:
-                    logp, _, _ = self._extend(cache, rows, pmask, lens, ids[:, :-1], tmask[:, :-1])
+                    last = b0 + self.batch_rows >= len(jobs)  # the last batch may consume the cache
+                    logp, _, _ = self._extend(cache, rows, pmask, lens, ids[:, :-1], tmask[:, :-1], reuse=not last)
                     dist = torch.cat([probs0[rows, None, :], self._domain(logp)], dim=1)
                 else:
                     dist = probs0[rows, None, :]
@@ -456,61 +489,104 @@ class HFModel(SequenceModel):
                     results[i][j] = Scored(p[r, :L].astype(np.float64), a[r, :L].astype(bool))
         return results  # type: ignore[return-value]
 
-    @torch.no_grad()
     def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):
-        out: list[list[tuple[Token, ...]]] = [[] for _ in prefixes]
+        return [[toks for toks, _ in group] for group in self._decode(prefixes, None, uniforms, acceptance, stop_tokens)]
+
+    def sample_contrast(self, prefixes, check_prefixes, uniforms, acceptance, stop_tokens=frozenset(),
+                        halt_on_reject=False):
+        return self._decode(prefixes, check_prefixes, uniforms, acceptance, stop_tokens, halt_on_reject)
+
+    @torch.no_grad()
+    def _decode(self, prefixes, check_prefixes, uniforms, acceptance, stop_tokens=frozenset(), halt_on_reject=False):
+        """Lock-step decoding: sample after ``prefixes``, check each token after ``check_prefixes``.
+
+        Rows of both prefixes of a group sit in one batch and receive the same
+        tokens, so a sampled token is checked after the other prefix in the same
+        forward pass that samples the next one. A row stops at its first rejected
+        token (or with ``halt_on_reject`` when any row of its group is rejected),
+        after a stop token, at its length limit, or where nothing is allowed; stopped
+        rows are dropped from the batch and its cache as decoding goes on.
+        """
+        check = check_prefixes is not None
+        out: list[list[tuple[tuple[Token, ...], int | None]]] = [[] for _ in prefixes]
         stop_ids = torch.tensor(sorted(self.vocab.stoi[t] - self.vocab.offset for t in stop_tokens if t in self.vocab.stoi),
                                 dtype=torch.long, device=self.device)
+        dev = self.device
         chunk = max(1, min(len(prefixes), 64))
         for c0 in range(0, len(prefixes), chunk):
             pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
+            C = len(pidx)
             us = [np.atleast_2d(np.asarray(uniforms[i], dtype=np.float64)) for i in pidx]
-            cache, logp0, pmask, lens = self._run_prefixes([prefixes[i] for i in pidx])
-            rows = torch.tensor([k for k, u in enumerate(us) for _ in range(u.shape[0])], device=self.device)
+            batch_prefixes = [prefixes[i] for i in pidx] + ([check_prefixes[i] for i in pidx] if check else [])
+            cache, logp0, pmask, lens = self._run_prefixes(batch_prefixes)
+            group = torch.tensor([k for k, u in enumerate(us) for _ in range(u.shape[0])], dtype=torch.long, device=dev)
+            R = len(group)
+            if R == 0:
+                continue
             T = max(u.shape[1] for u in us)
-            U = torch.ones((len(rows), T), dtype=torch.float64, device=self.device)
+            U = torch.ones((R, max(T, 1)), dtype=torch.float64, device=dev)
             r = 0
             for u in us:
-                U[r:r + u.shape[0], :u.shape[1]] = torch.as_tensor(u, device=self.device)
+                U[r:r + u.shape[0], :u.shape[1]] = torch.as_tensor(u, device=dev)
                 r += u.shape[0]
-            # max_len per row: columns beyond a prefix's uniforms are never used
-            max_len = torch.tensor([u.shape[1] for u in us for _ in range(u.shape[0])], device=self.device)
-            # each row must fit: its prefix (with BOS) plus its own continuation length
-            self._check_len(int((lens[rows] + max_len).max()) - 1 if len(rows) else 0)
-            toks = torch.full((len(rows), T), -1, dtype=torch.long, device=self.device)
-            alive = max_len > 0
-            probs = self._domain(logp0)[rows]
-            c = copy.deepcopy(cache)
-            c.batch_select_indices(rows)
-            mask = pmask[rows]
-            pos = lens[rows] - 1
+            max_len = torch.tensor([u.shape[1] for u in us for _ in range(u.shape[0])], device=dev)
+            sel = torch.cat([group, group + C]) if check else group
+            self._check_len(int((lens[sel] + max_len.repeat(2 if check else 1)).max()) - 1)
+            toks = torch.full((R, max(T, 1)), -1, dtype=torch.long, device=dev)
+            rejected_at = torch.full((R,), -1, dtype=torch.long, device=dev)
+            halted = torch.zeros(C, dtype=torch.bool, device=dev)
+            live = torch.arange(R, device=dev)  # original row of each batch row (first half when checking)
+            alive = torch.ones(R, dtype=torch.bool, device=dev)
+            probs = self._domain(logp0)[sel]
+            c = cache  # used only here: select its rows in place, no copy
+            c.batch_select_indices(sel)
+            mask, pos = pmask[sel], lens[sel] - 1
             for t in range(T):
-                allowed = acceptance.mask(probs) & (probs > 0)
-                w = torch.where(allowed, probs, torch.zeros_like(probs)).double()
+                n = len(live)
+                pa = probs[:n]
+                allowed = acceptance.mask(pa) & (pa > 0)
+                w = torch.where(allowed, pa, torch.zeros_like(pa)).double()
                 total = w.sum(-1)
-                alive = alive & (total > 0) & (t < max_len)
-                if not bool(alive.any()):
-                    break
+                ok = alive[live] & (total > 0) & (t < max_len[live])
+                if check and halt_on_reject:
+                    ok &= ~halted[group[live]]
                 cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
-                choice = (cdf <= U[:, t:t + 1]).sum(-1).clamp(max=probs.shape[-1] - 1)
-                toks[:, t] = torch.where(alive, choice, torch.full_like(choice, -1))
+                choice = (cdf <= U[live, t:t + 1]).sum(-1).clamp(max=pa.shape[-1] - 1)
+                toks[live, t] = torch.where(ok, choice, torch.full_like(choice, -1))
+                if check:
+                    acc_b = torch.gather(acceptance.mask(probs[n:]), 1, choice[:, None])[:, 0]
+                    rej = ok & ~acc_b
+                    rejected_at[live[rej]] = t
+                    ok &= ~rej
+                    if halt_on_reject and bool(rej.any()):
+                        halted[group[live[rej]]] = True
+                        ok &= ~halted[group[live]]
                 if len(stop_ids):
-                    alive = alive & ~torch.isin(choice, stop_ids)
-                if t == T - 1 or not bool(alive.any()):
+                    ok &= ~torch.isin(choice, stop_ids)
+                alive[live] = ok  # rows left in the batch only for batching stay dead
+                if t == T - 1 or not bool(ok.any()):
                     break
-                inp = (choice + self.vocab.offset).clamp(max=len(self.vocab) - 1)[:, None]
-                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=self.device)], dim=1)
-                pos = (pos + 1).clamp(max=self.max_positions - 1)  # finished rows may run past; ignored
+                if int(ok.sum()) < 0.75 * n:  # drop finished rows from the batch and the cache
+                    keep = ok.nonzero()[:, 0]
+                    keep_rows = torch.cat([keep, keep + n]) if check else keep
+                    c.batch_select_indices(keep_rows)
+                    mask, pos = mask[keep_rows], pos[keep_rows]
+                    live, choice = live[keep], choice[keep]
+                feed = torch.cat([choice, choice]) if check else choice
+                inp = (feed + self.vocab.offset)[:, None]
+                mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=dev)], dim=1)
+                pos = (pos + 1).clamp(max=self.max_positions - 1)  # dead rows may run past; ignored
                 o = self.model(input_ids=inp, attention_mask=mask, position_ids=pos[:, None], cache=c, use_cache=True)
                 c = o.cache
                 probs = self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1))
-            toks_np = toks.cpu().numpy()
+            toks_np, rej_np = toks.cpu().numpy(), rejected_at.cpu().numpy()
             r = 0
             for k, u in zip(pidx, us):
                 for _ in range(u.shape[0]):
                     row = toks_np[r]
-                    n = int((row >= 0).cumprod().sum())
-                    out[k].append(tuple(self.tokens[x] for x in row[:n]))
+                    m = int((row >= 0).cumprod().sum())
+                    j = int(rej_np[r])
+                    out[k].append((tuple(self.tokens[x] for x in row[:m]), j if j >= 0 else None))
                     r += 1
         return out
 
