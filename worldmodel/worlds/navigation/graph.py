@@ -529,7 +529,8 @@ def load_paper_graph(json_path: str | Path, nodes_csv: str | Path | None = None,
     """
     json_path = Path(json_path)
     if not json_path.is_file():
-        raise WorldModelError(f"paper graph file {json_path} does not exist")
+        raise WorldModelError(f"paper graph file {json_path} does not exist "
+                              "(set WORLDMODEL_SHARED to the shared data folder, or edges_json = PATH in [world])")
     try:
         data = json.loads(json_path.read_text())
         variants = data["variants"]
