@@ -201,3 +201,26 @@ def test_several_routes_per_tree(world):
     ods = {k: {(s[0], s[1]) for s in v} for k, v in sp.items()}
     assert len(sp["train"]) == 100 and not ods["train"] & ods["test"]
     assert all(is_valid(world, s) for v in sp.values() for s in v)
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+
+@hsettings(max_examples=15, deadline=None)
+@given(avenues=st.integers(2, 6), streets=st.integers(2, 9), two_way_every=st.integers(1, 4),
+       broadway=st.booleans(), seed=st.integers(0, 1000))
+def test_grid_cities_generate_valid_shortest_routes(avenues, streets, two_way_every, broadway, seed):
+    m = grid_city(avenues=avenues, streets=streets, two_way_every=two_way_every, broadway=broadway)
+    w = NavigationWorld(m.largest_scc())
+    g = w.map.to_networkx()
+    gen = Generator(w, seed=seed, max_tokens=60)
+    # at most one edge per direction per node, every edge labelled by its bearing sector
+    from worldmodel.worlds.navigation.graph import bearing_deg, direction_of
+    for (u, d), v in w.map.edges.items():
+        assert direction_of(bearing_deg(w.map.coords[u], w.map.coords[v])) == d
+    sp = gen.shortest_paths({"train": 10, "val": 0, "test": 0})
+    assert sp["train"] and not sp["val"] and not sp["test"]
+    for seqs in sp.values():
+        for s in seqs:
+            assert is_valid(w, s)
+            assert w.path_length_m(s) == pytest.approx(nx.dijkstra_path_length(g, s[0], s[1], weight="length"))
