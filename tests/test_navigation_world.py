@@ -183,8 +183,12 @@ def test_capabilities_count_shortest_paths(world, splits):
     get = lambda r: r.mean if hasattr(r, "mean") else r["mean"]  # noqa: E731
     assert get(res["valid_traversal"]) == 1.0 and get(res["shortest_path"]) == 1.0
     noisy = [s for s in splits["noisy-shortest-paths"]["test"]]
-    res = capabilities(world, _Oracle(world, noisy), [(r[0], r[1]) for r in noisy], max_tokens=40)
+    res = capabilities(world, _Oracle(world, noisy), [(r[0], r[1]) for r in noisy], max_tokens=40, noisy=(3, 4))
     assert get(res["valid_traversal"]) == 1.0 and get(res["shortest_path"]) < 1.0
+    # the noisy routes are shortest under one of the generator's own weightings (seed 3, 4 weightings)
+    assert get(res["noisy_shortest_path"]) == 1.0
+    res = capabilities(world, _Oracle(world, noisy), [(r[0], r[1]) for r in noisy], max_tokens=40, noisy=(4, 4))
+    assert get(res["noisy_shortest_path"]) < 1.0  # other weightings do not explain them all
 
 
 def test_tiny_task_builds():

@@ -113,6 +113,30 @@ class Router:
             self._base_length = got
         return got
 
+    def weight(self, nodes: list[str], weighting: int) -> float | None:
+        """Total weight of a node path under a weighting; None if it uses a pair with no edge."""
+        pos = getattr(self, "_pos", None)
+        if pos is None:
+            pos = {p: i for i, p in enumerate(self.pairs)}
+            self._pos = pos
+        w = self.weightings[weighting]
+        total = 0.0
+        for a, b in zip(nodes, nodes[1:]):
+            i = pos.get((a, b))
+            if i is None:
+                return None
+            total += float(w[i])
+        return total
+
+    def is_shortest_under_any(self, nodes: list[str], weightings: range | list[int]) -> bool:
+        """Whether a node path is a shortest route (to 1e-9 relative) under one of the weightings."""
+        for k in weightings:
+            best = self.path(nodes[0], nodes[-1], k)
+            mine = self.weight(nodes, k)
+            if best is not None and mine is not None and mine <= self.weight(best, k) * (1 + 1e-9) + 1e-9:
+                return True
+        return False
+
     def shortest_length(self, origin: str, destination: str) -> float | None:
         p = self.path(origin, destination, 0)
         return None if p is None else self.length(p)

@@ -108,8 +108,10 @@ class NavigationDomain(Domain):
         c = self.task.section("capabilities")
         pairs = list(iter_od_pairs(self.sequences("test", dataset, data_dir)))[: int(c.get("pairs", 200))]
         progress = not getattr(args, "no_progress", False) if args is not None else False
+        noisy = self.data_settings("noisy-shortest-paths")
         return capabilities(self.world, model, pairs, batch=int(c.get("batch", 256)),
-                            max_tokens=self.max_tokens(), progress=progress)
+                            max_tokens=self.max_tokens(), progress=progress,
+                            noisy=(self.task.seed, int(noisy.get("n_weightings", 50))))
 
 
 def greedy_traversals(world: NavigationWorld, model, pairs: list[tuple[str, str]], batch: int = 256,
@@ -142,20 +144,27 @@ def greedy_traversals(world: NavigationWorld, model, pairs: list[tuple[str, str]
 
 
 def capabilities(world: NavigationWorld, model, pairs: list[tuple[str, str]], batch: int = 256,
-                 max_tokens: int = 100, progress: bool = False) -> dict:
+                 max_tokens: int = 100, progress: bool = False, noisy: tuple[int, int] | None = None) -> dict:
     """Capabilities of greedy decoding from OD pairs (the paper's §3.2 "valid traversals").
 
     ``legal_moves``: share of traversals in which the world rejects no token (within
     ``max_tokens``; a model that circles forever is legal but does not arrive);
     ``valid_traversal``: share that are legal and end with ``end`` at the destination;
-    ``shortest_path``: share that are also a shortest path (by length, to 1e-6 relative).
+    ``shortest_path``: share that are also a shortest path (by length, to 1e-6 relative);
+    with ``noisy = (seed, n_weightings)``, ``noisy_shortest_path``: share that are a
+    shortest path under one of the noisy weightings the noisy-shortest-paths data used
+    (the paper's measure for its noisy model).
     """
     try:
         from worldmodel.results import aggregate
     except ImportError:  # results.py is the lead's; fall back to plain dicts
         aggregate = None
     router = Router(world)
-    names = ("legal_moves", "valid_traversal", "shortest_path")
+    names: tuple[str, ...] = ("legal_moves", "valid_traversal", "shortest_path")
+    if noisy is not None:
+        # the same weightings as Generator.noisy_shortest_paths draws for this seed
+        router.add_noisy_weightings(noisy[1], np.random.default_rng([noisy[0], 3]))
+        names += ("noisy_shortest_path",)
     trials: dict[str, list[dict]] = {n: [] for n in names}
     if not pairs:
         for n in names:
@@ -166,7 +175,10 @@ def capabilities(world: NavigationWorld, model, pairs: list[tuple[str, str]], ba
         arrived = legal and seq[-1] == END_TOKEN
         best = router.shortest_length(o, d)
         shortest = arrived and best is not None and world.path_length_m(seq) <= best * (1 + 1e-6) + 1e-6
-        for n, v in zip(names, (legal, arrived, shortest)):
+        values = [legal, arrived, shortest]
+        if noisy is not None:
+            values.append(arrived and router.is_shortest_under_any(world.path_nodes(seq), range(1, noisy[1] + 1)))
+        for n, v in zip(names, values):
             trials[n].append({"status": "ok", "key": f"{o}->{d}", "pair": str(i), "score": float(v)})
     if aggregate is not None:
         return {n: aggregate(n, trials[n]) for n in names}
