@@ -8,7 +8,11 @@ primitives are all the paper's tests need:
   suffixes after it, the probability of every suffix token and whether the
   acceptance rule allows it (``x ∈ L^m(s)`` is "every token allowed");
 * :meth:`~SequenceModel.sample` — continuations drawn token by token from the model
-  restricted to allowed tokens (the paper samples only tokens above ε).
+  restricted to allowed tokens (the paper samples only tokens above ε);
+* :meth:`~SequenceModel.sample_contrast` — sampling after one prefix while checking
+  every sampled token after another: what compression and distinction precision
+  ask. :class:`HFModel` runs both prefixes in lock step in one batch and stops a
+  sample at its first refused token, which is all the metrics need of it.
 
 Sampling is driven by uniforms the caller supplies (inverse-CDF sampling), so a
 trial's samples depend only on that trial's seed, never on how trials were batched.
