@@ -1,0 +1,394 @@
+#!/usr/bin/env python
+"""Reproduce the paper's Othello tables (Vafa et al. 2024, Tables 3 and 4) at CPU scale.
+
+    OMP_NUM_THREADS=1 python scripts/reproduce_othello.py
+
+Trains one GPT-2 per training distribution, on uniformly random legal games
+(``--synthetic-task``, dataset ``synthetic``) and on WTHOR championship games
+(``--championship-task``, dataset ``championship``), then writes
+
+* ``<results>/table3.md`` + ``table3.json``: rows untrained / synthetic / championship /
+  true world model; columns next-token test, current-state probe, compression
+  precision, distinction precision and recall (Table 3 analogue);
+* ``<results>/table4.md`` + ``table4.json``: the share of games each model finishes
+  with only legal moves when, with probability p per move, its move is replaced by a
+  random legal move or by the legal move it ranks lowest (Table 4 analogue);
+* ``<figures>/othello-metrics.png`` (grouped bars) and ``othello-detours.png``.
+
+``<results>`` defaults to ``results/<synthetic task>``. Next-token and probe use each
+model's own held-out games (synthetic for the synthetic model, championship for the
+championship model; the untrained network uses the synthetic ones); compression and
+distinction use the synthetic task's state sampler (boards reached by two or more of
+its simulated random games), the same for every row. Every Markdown file states the
+command that produced it.
+
+Data and checkpoints go to ``<runs>/<task>/`` (``runs/`` is ignored by git); a rerun
+reuses the checkpoints, resumes the metric trial logs and reuses finished detour runs,
+so it is cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from worldmodel.errors import WorldModelError  # noqa: E402
+
+PS = (0.0, 0.01, 0.1, 0.5, 0.75)
+KINDS = ("random", "adversarial")
+TABLE3_METRICS = ("next_token", "probe", "compression_precision", "distinction_precision", "distinction_recall")
+METRIC_LABELS = {
+    "next_token": "Next-token test",
+    "probe": "Current-state probe",
+    "compression_precision": "Compression precision",
+    "distinction_precision": "Distinction precision",
+    "distinction_recall": "Distinction recall",
+}
+
+
+@dataclass
+class Row:
+    """One model row: how to build it and which held-out games it is judged on."""
+
+    label: str
+    kind: str  # "untrained", "checkpoint" or "true"
+    task: object  # worldmodel.tasks.Task: gives the held-out data (next-token, probe, detour openings)
+    dataset: str
+    checkpoint: Path | None = None
+
+
+def runs_dir(runs: Path, task) -> Path:
+    return Path(runs) / task.name
+
+
+def data_dir(runs: Path, task) -> Path:
+    return runs_dir(runs, task) / "data"
+
+
+def ensure_checkpoint(task, dataset: str, runs: Path, steps: int | None = None) -> tuple[Path, dict]:
+    """Train ``task`` on ``dataset`` unless ``<runs>/<task>/checkpoint-<dataset>`` is complete."""
+    from worldmodel.train import train
+
+    ck = runs_dir(runs, task) / f"checkpoint-{dataset}"
+    info_path = ck / "training.json"
+    if not info_path.exists():
+        print(f"training {task.name} on {dataset} -> {ck}")
+        train(task, ck, dataset=dataset, steps=steps, data_dir=data_dir(runs, task))
+    info = json.loads(info_path.read_text())
+    if steps is not None and info.get("steps") != steps:
+        raise WorldModelError(f"{ck} was trained for {info.get('steps')} steps, not --steps {steps}; "
+                              f"delete it or drop --steps")
+    return ck, info
+
+
+def build(row: Row, base_task, seed: int):
+    from worldmodel.cli import build_model
+    from worldmodel.models import HFModel
+
+    if row.kind == "checkpoint":
+        model = HFModel.from_pretrained(row.checkpoint, base_task.world)
+    else:
+        model = build_model(base_task, None, row.kind, seed=seed)
+    model.source = row.label
+    return model
+
+
+def table3(rows: list[Row], base_task, settings, runs: Path, progress: bool = True) -> dict[str, dict]:
+    """Metric summaries per row: ``{label: {metric: MetricResult dict}}`` plus where each came from."""
+    from worldmodel.cli import evaluate
+
+    eval_dir = runs_dir(runs, base_task) / "eval"
+    out = {}
+    for row in rows:
+        model = build(row, base_task, settings.seed)
+        slug = row.label.replace(" ", "-")
+        # compression / distinction: one sampler (the base task's) for every row
+        cd = evaluate(base_task, model, ["compression", "distinction"], settings,
+                      eval_dir / f"{slug}.sampler.json", data_dir=data_dir(runs, base_task), progress=progress)
+        # next-token / probe: the row's own held-out games
+        own = evaluate(row.task, model, ["next-token", "probe"], settings,
+                       eval_dir / f"{slug}.{row.dataset}.json", dataset=row.dataset,
+                       data_dir=data_dir(runs, row.task), progress=progress)
+        out[row.label] = {"metrics": {**own["metrics"], **cd["metrics"]}, "held_out": row.dataset}
+        print(f"{row.label}: " + ", ".join(f"{k} {v['mean']:.3f}" for k, v in out[row.label]["metrics"].items()
+                                           if isinstance(v, dict) and "mean" in v))
+    return out
+
+
+def cross_next_token(rows: list[Row], base_task, settings, runs: Path, datasets: dict, progress: bool = True) -> dict:
+    """Next-token test of each row on every dataset's held-out games (a side table)."""
+    from worldmodel.cli import evaluate
+
+    eval_dir = runs_dir(runs, base_task) / "eval"
+    out = {}
+    for row in rows:
+        model = build(row, base_task, settings.seed)
+        slug = row.label.replace(" ", "-")
+        out[row.label] = {}
+        for ds, task in datasets.items():
+            res = evaluate(task, model, ["next-token"], settings, eval_dir / f"{slug}.{ds}.next-token.json",
+                           dataset=ds, data_dir=data_dir(runs, task), progress=progress)
+            out[row.label][ds] = res["metrics"]["next_token"]
+    return out
+
+
+def table4(rows: list[Row], base_task, runs: Path, trials: int, opening_moves: int, seed: int,
+           ps=PS, kinds=KINDS, progress: bool = True) -> dict[str, list[dict]]:
+    """Detour results per row: ``{label: [DetourResult dict, ...]}`` (reused when already run)."""
+    from worldmodel.detours import run_detours, write_results
+    from worldmodel.worlds.othello.cli import GameOverModel, GameOverWorld, openings
+
+    world = base_task.world
+    out = {}
+    for row in rows:
+        slug = row.label.replace(" ", "-")
+        path = runs_dir(runs, base_task) / "detours" / f"{slug}.json"
+        meta = {"model": row.label, "dataset": row.dataset, "n_trials": trials, "opening_moves": opening_moves,
+                "seed": seed, "ps": list(ps), "kinds": list(kinds),
+                "checkpoint": str(row.checkpoint) if row.checkpoint else row.kind,
+                "success": "every move legal until neither side can move"}
+        if path.exists():
+            old = json.loads(path.read_text())
+            if all(old.get(k) == v for k, v in meta.items()):
+                out[row.label] = old["results"]
+                continue
+        model = build(row, base_task, seed)
+        starts = openings(row.task.domain.sequences("test", row.dataset, data_dir(runs, row.task)),
+                          trials, opening_moves, seed)
+        wworld, wmodel = GameOverWorld(world), GameOverModel(model, world)
+        max_len = world.geometry.squares - 4 + 1
+        results, all_trials = [], []
+        for kind in kinds:
+            res, tr = run_detours(wmodel, wworld, starts, kind, list(ps), max_len=max_len, seed=seed,
+                                  progress=progress)
+            results += res
+            all_trials += tr
+        write_results(path, results, all_trials, {**meta, "n_starts": len(starts)})
+        out[row.label] = [r.as_dict() for r in results]
+    return out
+
+
+def _cell(m: dict | None) -> str:
+    if not m or not m.get("n") or m.get("mean") is None or (isinstance(m["mean"], float) and math.isnan(m["mean"])):
+        return "—"
+    return f"{m['mean']:.2f} ({m['stderr']:.2f})"
+
+
+def write_table3(path: Path, results: dict, cross: dict, training: dict, settings, command: str,
+                 base_task, datasets: dict) -> None:
+    lines = [
+        f"# Othello: Table 3 analogue ({base_task.world.size}x{base_task.world.size})",
+        "",
+        f"Made by `{command}`.",
+        "",
+        "Mean (standard error). Next-token test and probe on each model's own held-out games "
+        "(column *held out*); compression and distinction on pairs from the state sampler of "
+        f"task `{base_task.name}` (boards reached by two or more of its simulated random games), the same "
+        f"for every row. Acceptance {settings.acceptance.spec()}, M = {settings.M}, {settings.trials} trials per "
+        f"metric (standard errors over states), true distinction boundary sampled from M random valid "
+        f"continuations; probe: linear, last layer, empty / mine / theirs per square, "
+        f"{settings.probe_sequences} games (80/20 split by game).",
+        "",
+        "| Model | held out | " + " | ".join(METRIC_LABELS[m] for m in TABLE3_METRICS) + " |",
+        "|---|---|" + "---|" * len(TABLE3_METRICS),
+    ]
+    for label, r in results.items():
+        cells = [_cell(r["metrics"].get(m)) for m in TABLE3_METRICS]
+        lines.append(f"| {label} | {r['held_out']} | " + " | ".join(cells) + " |")
+    lines += ["", "The true world model has no hidden layer, so it has no probe (—).", ""]
+    if cross:
+        names = list(datasets)
+        lines += ["## Next-token test on both held-out sets", "",
+                  "| Model | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        for label, per in cross.items():
+            lines.append(f"| {label} | " + " | ".join(_cell(per.get(n)) for n in names) + " |")
+        lines.append("")
+    if training:
+        lines += ["## Models", "",
+                  "| Model | task | dataset | parameters | layers / dims / heads | steps × batch | train games | "
+                  "minutes | final train loss | best val loss |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for label, info in training.items():
+            m = info.get("model", {})
+            best = info.get("best_val_loss") if info.get("best_val_loss") is not None else info.get("final_val_loss")
+            lines.append(
+                f"| {label} | {info['task']} | {info['dataset']} | {info['n_params']:,} | "
+                f"{m.get('n_layer')} / {m.get('n_embd')} / {m.get('n_head')} | {info['steps']} × {info['batch_size']} | "
+                f"{info['train_sequences']:,} | {info['seconds'] / 60:.1f} | {info['final_loss']:.3f} | "
+                f"{best:.3f} |")
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+def write_table4(path: Path, detours: dict, trials: int, opening_moves: int, command: str, ps=PS) -> None:
+    lines = [
+        "# Othello: Table 4 analogue (detours)",
+        "",
+        f"Made by `{command}`.",
+        "",
+        f"Share of games (standard error) a model finishes with only legal moves, playing both sides "
+        f"greedily from the first {opening_moves} moves of {trials} held-out games of its own dataset, when "
+        f"with probability p per move its move is replaced by a uniformly random other legal move (*random*) "
+        f"or by the legal move it ranks lowest (*adversarial*). A game is finished when neither side can move.",
+        "",
+        "| Model | detour | " + " | ".join(f"p = {p:g}" for p in ps) + " |",
+        "|---|---|" + "---|" * len(ps),
+    ]
+    for label, res in detours.items():
+        for kind in KINDS:
+            by_p = {r["p"]: r for r in res if r["kind"] == kind}
+            if not by_p:
+                continue
+            cells = [f"{by_p[p]['share']:.2f} ({by_p[p]['stderr']:.2f})" if p in by_p else "—" for p in ps]
+            lines.append(f"| {label} | {kind} | " + " | ".join(cells) + " |")
+    lines.append("")
+    path.write_text("\n".join(lines))
+
+
+def plot_metrics(path: Path, results: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    labels = list(results)
+    x = np.arange(len(TABLE3_METRICS))
+    width = 0.8 / max(1, len(labels))
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for i, label in enumerate(labels):
+        ms = [results[label]["metrics"].get(m) or {} for m in TABLE3_METRICS]
+        means = [m.get("mean") if m.get("n") else np.nan for m in ms]
+        errs = [m.get("stderr") if m.get("n") else 0 for m in ms]
+        means = [np.nan if v is None else v for v in means]
+        errs = [0 if (e is None or not np.isfinite(e)) else e for e in errs]
+        ax.bar(x + (i - (len(labels) - 1) / 2) * width, means, width, yerr=errs, capsize=2, label=label)
+    ax.set_xticks(x, [METRIC_LABELS[m].replace(" ", "\n", 1) for m in TABLE3_METRICS])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score")
+    ax.set_title("Othello: existing diagnostics vs Myhill–Nerode metrics")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(labels), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_detours(path: Path, detours: dict, ps=PS) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    x = np.arange(len(ps))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, res) in enumerate(detours.items()):
+        for kind, style in zip(KINDS, ("-", "--")):
+            by_p = {r["p"]: r for r in res if r["kind"] == kind}
+            if not by_p:
+                continue
+            y = [by_p[p]["share"] if p in by_p else np.nan for p in ps]
+            e = [by_p[p]["stderr"] if p in by_p else 0 for p in ps]
+            ax.errorbar(x, y, yerr=e, fmt=style, marker="o", ms=4, capsize=2, color=colors[i % len(colors)],
+                        label=f"{label} ({kind})")
+    ax.set_xticks(x, [f"{p:g}" for p in ps])
+    ax.set_xlabel("detour probability p per move")
+    ax.set_ylabel("share of games finished legally")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_title("Othello detours")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--synthetic-task", default="othello-synthetic")
+    ap.add_argument("--championship-task", default="othello-championship")
+    ap.add_argument("--championship-dataset", default="championship",
+                    help="dataset of the championship task to train on (6x6 tasks have only 'synthetic')")
+    ap.add_argument("--steps", type=int, help="training steps for both models (default: each task's)")
+    ap.add_argument("--trials", type=int, help="trials per metric (default: the synthetic task's [evaluate])")
+    ap.add_argument("--M", type=int, help="model samples per prefix (default: the task's)")
+    ap.add_argument("--probe-sequences", type=int)
+    ap.add_argument("--probe-epochs", type=int)
+    ap.add_argument("--detour-trials", type=int, default=100, help="held-out openings per model for detours")
+    ap.add_argument("--opening-moves", type=int, default=5)
+    ap.add_argument("--seed", type=int, help="metric and detour seed (default: the task's [evaluate] seed)")
+    ap.add_argument("--runs", default="runs", help="folder for data, checkpoints and trial logs")
+    ap.add_argument("--results", help="folder for table3/table4 (default results/<synthetic task>)")
+    ap.add_argument("--figures", default="figures")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+
+    from worldmodel.cli import evaluation_settings
+    from worldmodel.tasks import load_task
+
+    t0 = time.time()
+    syn_task = load_task(args.synthetic_task)
+    ch_task = load_task(args.championship_task)
+    if syn_task.config.get("domain") != "othello" or ch_task.config.get("domain") != "othello":
+        raise WorldModelError("both tasks must be Othello tasks")
+    if tuple(syn_task.world.tokens) != tuple(ch_task.world.tokens):
+        raise WorldModelError(f"tasks {syn_task.name} and {ch_task.name} have different boards")
+    runs = Path(args.runs)
+    progress = not args.no_progress
+    ns = argparse.Namespace(trials=args.trials, M=args.M, k=None, seed=args.seed, probe_sequences=args.probe_sequences,
+                            probe_epochs=args.probe_epochs, acceptance=None, epsilon=None)
+    settings = evaluation_settings(syn_task, ns)
+
+    syn_ck, syn_info = ensure_checkpoint(syn_task, "synthetic", runs, args.steps)
+    ch_ck, ch_info = ensure_checkpoint(ch_task, args.championship_dataset, runs, args.steps)
+    rows = [
+        Row("untrained", "untrained", syn_task, "synthetic"),
+        Row("synthetic", "checkpoint", syn_task, "synthetic", syn_ck),
+        Row("championship", "checkpoint", ch_task, args.championship_dataset, ch_ck),
+        Row("true world model", "true", syn_task, "synthetic"),
+    ]
+    datasets = {"synthetic": syn_task, args.championship_dataset: ch_task}
+    results = table3(rows, syn_task, settings, runs, progress)
+    cross = cross_next_token(rows, syn_task, settings, runs, datasets, progress) if len(datasets) > 1 else {}
+    detours = table4(rows, syn_task, runs, args.detour_trials, args.opening_moves, settings.seed,
+                     progress=progress)
+
+    command = "OMP_NUM_THREADS=1 python scripts/reproduce_othello.py" + "".join(f" {shlex.quote(a)}" for a in argv)
+    out = Path(args.results or f"results/{syn_task.name}")
+    figs = Path(args.figures)
+    out.mkdir(parents=True, exist_ok=True)
+    figs.mkdir(parents=True, exist_ok=True)
+    training = {"synthetic": syn_info, "championship": ch_info}
+    write_table3(out / "table3.md", results, cross, training, settings, command, syn_task, datasets)
+    (out / "table3.json").write_text(json.dumps(
+        {"command": command, "settings": settings.to_dict(), "rows": results, "next_token_both": cross,
+         "training": training}, indent=2, default=str))
+    write_table4(out / "table4.md", detours, args.detour_trials, args.opening_moves, command)
+    (out / "table4.json").write_text(json.dumps(
+        {"command": command, "trials": args.detour_trials, "opening_moves": args.opening_moves, "ps": list(PS),
+         "rows": detours}, indent=2))
+    plot_metrics(figs / "othello-metrics.png", results)
+    plot_detours(figs / "othello-detours.png", detours)
+    print((out / "table3.md").read_text())
+    print((out / "table4.md").read_text())
+    print(f"wrote {out / 'table3.md'}, {out / 'table4.md'}, {figs / 'othello-metrics.png'}, "
+          f"{figs / 'othello-detours.png'} in {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except WorldModelError as exc:
+        print(f"reproduce_othello: error: {exc}", file=sys.stderr)
+        sys.exit(2)
