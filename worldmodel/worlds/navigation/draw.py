@@ -81,7 +81,8 @@ def draw_reconstruction(reconstruction_or_edges, street_map, path: str | Path, c
             lc.set_array(lengths)
             ax.add_collection(lc)
             fig.colorbar(lc, ax=ax, fraction=0.04, pad=0.01, label="new edge length (m)")
-            handles.append(Line2D([], [], color=plt.get_cmap("plasma")(0.6), lw=1.5, label=f"new ({len(new)})"))
+            handles.append(Line2D([], [], color=plt.get_cmap("plasma")(0.6), lw=1.5,
+                                  label=f"new ({len(new)}; colour = length, see bar)"))
         else:
             cols = [_DIR_COLOURS[e["direction"]] for e in new_edges]
             ax.add_collection(LineCollection(new, colors=cols, linewidths=1.1, zorder=3))
