@@ -35,8 +35,10 @@ import math
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -159,7 +161,7 @@ def table4(rows: list[Row], base_task, runs: Path, trials: int, opening_moves: i
         if path.exists():
             old = json.loads(path.read_text())
             if all(old.get(k) == v for k, v in meta.items()):
-                out[row.label] = old["results"]
+                out[row.label] = _with_trial_stats(old["results"], old["trials"])
                 continue
         model = build(row, base_task, seed)
         starts = openings(row.task.domain.sequences("test", row.dataset, data_dir(runs, row.task)),
@@ -173,7 +175,28 @@ def table4(rows: list[Row], base_task, runs: Path, trials: int, opening_moves: i
             results += res
             all_trials += tr
         write_results(path, results, all_trials, {**meta, "n_starts": len(starts)})
-        out[row.label] = [r.as_dict() for r in results]
+        out[row.label] = _with_trial_stats([r.as_dict() for r in results], [asdict(x) for x in all_trials])
+    return out
+
+
+def _with_trial_stats(results: list[dict], trials: list[dict]) -> list[dict]:
+    """Add to each (kind, p) result two finer measures than the all-or-nothing share.
+
+    ``legal_moves``: mean number of legal moves played (detours included, the world's
+    game-over token not counted) before the first illegal one or the end of the game.
+    ``illegal_rate``: illegal moves per move the model chose itself (not replaced by a
+    detour), pooled over trials: the model's error rate once detours have moved it off
+    the games it knows.
+    """
+    out = []
+    for r in results:
+        group = [t for t in trials if t["kind"] == r["kind"] and t["p"] == r["p"]]
+        legal = [t["steps"] - (t["reason"] == "invalid token") - bool(t["success"]) for t in group]
+        own = sum(t["steps"] - t["replaced"] - bool(t["success"]) for t in group)
+        illegal = sum(t["reason"] == "invalid token" for t in group)
+        out.append({**r, "legal_moves": float(np.mean(legal)) if legal else float("nan"),
+                    "own_moves": own, "illegal_own_moves": illegal,
+                    "illegal_rate": illegal / own if own else float("nan")})
     return out
 
 
@@ -250,6 +273,21 @@ def write_table4(path: Path, detours: dict, trials: int, opening_moves: int, com
                 continue
             cells = [f"{by_p[p]['share']:.2f} ({by_p[p]['stderr']:.2f})" if p in by_p else "—" for p in ps]
             lines.append(f"| {label} | {kind} | " + " | ".join(cells) + " |")
+    finer = (
+        ("legal_moves", "Moves played legally", "Mean number of legal moves (detours included) played before the "
+         "first illegal move or the end of the game (a whole game is about 55 moves after the opening).", "{:.1f}"),
+        ("illegal_rate", "Illegal moves per model move", "Illegal moves per move the model chose itself (not a "
+         "detour), pooled over games; a game ends at its first illegal move.", "{:.3f}"),
+    )
+    for key, title, text, fmt in finer:
+        lines += ["", f"## {title}", "", text, "",
+                  "| Model | detour | " + " | ".join(f"p = {p:g}" for p in ps) + " |", "|---|---|" + "---|" * len(ps)]
+        for label, res in detours.items():
+            for kind in KINDS:
+                by_p = {r["p"]: r for r in res if r["kind"] == kind}
+                if by_p:
+                    cells = [fmt.format(by_p[p][key]) if p in by_p else "—" for p in ps]
+                    lines.append(f"| {label} | {kind} | " + " | ".join(cells) + " |")
     lines.append("")
     path.write_text("\n".join(lines))
 
@@ -287,9 +325,8 @@ def plot_detours(path: Path, detours: dict, ps=PS) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     x = np.arange(len(ps))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (label, res) in enumerate(detours.items()):
@@ -299,15 +336,22 @@ def plot_detours(path: Path, detours: dict, ps=PS) -> None:
                 continue
             y = [by_p[p]["share"] if p in by_p else np.nan for p in ps]
             e = [by_p[p]["stderr"] if p in by_p else 0 for p in ps]
-            ax.errorbar(x, y, yerr=e, fmt=style, marker="o", ms=4, capsize=2, color=colors[i % len(colors)],
-                        label=f"{label} ({kind})")
-    ax.set_xticks(x, [f"{p:g}" for p in ps])
-    ax.set_xlabel("detour probability p per move")
-    ax.set_ylabel("share of games finished legally")
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_title("Othello detours")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    fig.tight_layout()
+            axes[0].errorbar(x, y, yerr=e, fmt=style, marker="o", ms=4, capsize=2, color=colors[i % len(colors)],
+                             label=f"{label} ({kind})")
+            rate = [by_p[p].get("illegal_rate", np.nan) if p in by_p else np.nan for p in ps]
+            axes[1].plot(x, rate, style, marker="o", ms=4, color=colors[i % len(colors)])
+    for ax in axes:
+        ax.set_xticks(x, [f"{p:g}" for p in ps])
+        ax.set_xlabel("detour probability p per move")
+    axes[0].set_ylabel("share of games finished legally")
+    axes[0].set_ylim(-0.03, 1.03)
+    axes[0].set_title("games finished with only legal moves")
+    axes[1].set_ylabel("illegal moves per model move")
+    axes[1].set_ylim(bottom=0)
+    axes[1].set_title("model's own error rate")
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="center right", frameon=False)
+    fig.suptitle("Othello detours (solid: random, dashed: adversarial)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 0.8, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

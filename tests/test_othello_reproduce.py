@@ -92,6 +92,12 @@ def test_table4_structure(run):
         assert sorted((r["kind"], r["p"]) for r in res) == sorted((k, p) for k in ("random", "adversarial")
                                                                   for p in (0, 0.01, 0.1, 0.5, 0.75))
         assert all(r["n"] == 3 for r in res), label
+        for r in res:  # the finer measures agree with the all-or-nothing share
+            assert 0 <= r["illegal_rate"] <= 1 and r["illegal_own_moves"] == r["n"] - r["successes"]
+            assert r["legal_moves"] >= 0
+    true = data["rows"]["true world model"]
+    assert all(r["illegal_rate"] == 0 and r["legal_moves"] >= 20 for r in true)  # 6x6: 32 moves minus the opening
+    assert "## Moves played legally" in md and "## Illegal moves per model move" in md
 
 
 def test_rerun_reuses_checkpoints_and_detours(run):
