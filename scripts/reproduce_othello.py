@@ -126,6 +126,30 @@ def table3(rows: list[Row], base_task, settings, runs: Path, progress: bool = Tr
     return out
 
 
+def short_continuations(rows: list[Row], base_task, settings, runs: Path, length: int,
+                        progress: bool = True) -> dict[str, dict]:
+    """Compression and distinction with sampled continuations (model and true boundary) of at most ``length`` moves.
+
+    Over whole-game continuations a model that makes an illegal-looking choice now and then
+    fails compression almost surely; short continuations show how far its two prefixes
+    agree *locally* (a side table, not the paper's setting).
+    """
+    from dataclasses import replace
+
+    from worldmodel.cli import evaluate
+
+    short = replace(settings, max_sample_len=length, boundary_len=length)
+    eval_dir = runs_dir(runs, base_task) / "eval"
+    out = {}
+    for row in rows:
+        model = build(row, base_task, settings.seed)
+        res = evaluate(base_task, model, ["compression", "distinction"], short,
+                       eval_dir / f"{row.label.replace(' ', '-')}.sampler-len{length}.json",
+                       data_dir=data_dir(runs, base_task), progress=progress)
+        out[row.label] = res["metrics"]
+    return out
+
+
 def cross_next_token(rows: list[Row], base_task, settings, runs: Path, datasets: dict, progress: bool = True) -> dict:
     """Next-token test of each row on every dataset's held-out games (a side table)."""
     from worldmodel.cli import evaluate
@@ -207,7 +231,7 @@ def _cell(m: dict | None) -> str:
 
 
 def write_table3(path: Path, results: dict, cross: dict, training: dict, settings, command: str,
-                 base_task, datasets: dict) -> None:
+                 base_task, datasets: dict, short: dict | None = None, short_len: int = 0) -> None:
     lines = [
         f"# Othello: Table 3 analogue ({base_task.world.size}x{base_task.world.size})",
         "",
@@ -228,6 +252,16 @@ def write_table3(path: Path, results: dict, cross: dict, training: dict, setting
         cells = [_cell(r["metrics"].get(m)) for m in TABLE3_METRICS]
         lines.append(f"| {label} | {r['held_out']} | " + " | ".join(cells) + " |")
     lines += ["", "The true world model has no hidden layer, so it has no probe (—).", ""]
+    if short:
+        cols = TABLE3_METRICS[2:]
+        lines += [f"## Compression and distinction with continuations of at most {short_len} moves", "",
+                  f"The same pairs and settings, but the M sampled continuations (the model's, and the random valid "
+                  f"ones behind the true boundary) stop after {short_len} moves instead of running to the end of the "
+                  f"game. Not the paper's setting: it shows how far a model's two prefixes agree locally.", "",
+                  "| Model | " + " | ".join(METRIC_LABELS[m] for m in cols) + " |", "|---|" + "---|" * len(cols)]
+        for label, m in short.items():
+            lines.append(f"| {label} | " + " | ".join(_cell(m.get(c)) for c in cols) + " |")
+        lines.append("")
     if cross:
         names = list(datasets)
         lines += ["## Next-token test on both held-out sets", "",
@@ -370,6 +404,8 @@ def main(argv=None) -> int:
     ap.add_argument("--probe-epochs", type=int)
     ap.add_argument("--detour-trials", type=int, default=100, help="held-out openings per model for detours")
     ap.add_argument("--opening-moves", type=int, default=5)
+    ap.add_argument("--short-len", type=int, default=5,
+                    help="also score compression/distinction with continuations of at most this many moves (0: skip)")
     ap.add_argument("--seed", type=int, help="metric and detour seed (default: the task's [evaluate] seed)")
     ap.add_argument("--runs", default="runs", help="folder for data, checkpoints and trial logs")
     ap.add_argument("--results", help="folder for table3/table4 (default results/<synthetic task>)")
@@ -404,6 +440,7 @@ def main(argv=None) -> int:
     datasets = {"synthetic": syn_task, args.championship_dataset: ch_task}
     results = table3(rows, syn_task, settings, runs, progress)
     cross = cross_next_token(rows, syn_task, settings, runs, datasets, progress) if len(datasets) > 1 else {}
+    short = short_continuations(rows, syn_task, settings, runs, args.short_len, progress) if args.short_len else {}
     detours = table4(rows, syn_task, runs, args.detour_trials, args.opening_moves, settings.seed,
                      progress=progress)
 
@@ -413,9 +450,11 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     figs.mkdir(parents=True, exist_ok=True)
     training = {"synthetic": syn_info, "championship": ch_info}
-    write_table3(out / "table3.md", results, cross, training, settings, command, syn_task, datasets)
+    write_table3(out / "table3.md", results, cross, training, settings, command, syn_task, datasets,
+                 short, args.short_len)
     (out / "table3.json").write_text(json.dumps(
         {"command": command, "settings": settings.to_dict(), "rows": results, "next_token_both": cross,
+         "short_continuations": {"max_len": args.short_len, "rows": short},
          "training": training}, indent=2, default=str))
     write_table4(out / "table4.md", detours, args.detour_trials, args.opening_moves, command)
     (out / "table4.json").write_text(json.dumps(

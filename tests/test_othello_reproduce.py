@@ -74,6 +74,11 @@ def test_table3_structure(run):
     # the trained rows report their training
     assert data["training"]["synthetic"]["steps"] == 5
     assert "## Models" in md
+    # side table: the same pairs with continuations of at most 5 moves
+    assert "## Compression and distinction with continuations of at most 5 moves" in md
+    short = data["short_continuations"]
+    assert short["max_len"] == 5 and set(short["rows"]) == set(data["rows"])
+    assert short["rows"]["true world model"]["compression_precision"]["mean"] == 1.0
 
 
 def test_table4_structure(run):
