@@ -94,7 +94,9 @@ def draw_reconstruction(reconstruction_or_edges, street_map, path: str | Path, c
     ax.ticklabel_format(useOffset=False, style="plain")
     ax.set_xlabel("longitude")
     ax.set_ylabel("latitude")
-    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9)
+    # below the axes, so it hides no street
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=min(len(handles), 5),
+              fontsize=8, frameon=False)
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
