@@ -298,6 +298,11 @@ def write_table2(path: Path, task, detours: dict, n_pairs: int, ps, command: str
             by_p = {r["p"]: r for r in res if r["kind"] == kind}
             rate_lines.append(f"| {label} | {kind} | " + " | ".join(
                 f"{by_p[p]['replace_rate']:.3f}" if p in by_p else "—" for p in ps) + " |")
+    m = task.world.map
+    out_deg = {n: 0 for n in m.nodes}
+    for (u, _d) in m.edges:
+        out_deg[u] += 1
+    low = sum(1 for d in out_deg.values() if d <= 2) / max(1, len(out_deg))
     text = f"""# {task.name}: Table 2 (detours)
 
 Made by `{command}`.
@@ -310,6 +315,11 @@ uniformly chosen valid direction other than its top choice (random) or by the va
 ranks lowest (adversarial), only among directions from which the destination stays reachable
 within the {task.domain.max_tokens()}-token limit. "Shortest-route navigator" is the world itself
 choosing a shortest (fewest-moves) route: the reference that always recovers.
+
+Random and adversarial detours can only differ where at least two candidates remain after the
+model's top choice is excluded. On this map {low:.0%} of intersections have at most two outgoing
+streets, so wherever the model's top choice is a valid street there is at most one candidate and
+the two kinds pick the same detour; that is why their rows are nearly identical here.
 
 {chr(10).join(lines)}
 
