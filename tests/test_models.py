@@ -30,7 +30,9 @@ def naive_probs(model, prefix, suffix):
     return np.array([float(p[len(prefix) + j, model.vocab.stoi[t]]) for j, t in enumerate(suffix)])
 
 
-def test_kv_cache_scoring_matches_naive(world, model):
+@pytest.mark.parametrize("trie_max_len", [16, 0], ids=["trie", "padded"])
+def test_kv_cache_scoring_matches_naive(world, model, trie_max_len, monkeypatch):
+    monkeypatch.setattr(model, "trie_max_len", trie_max_len)
     rng = np.random.default_rng(0)
     toks = world.tokens
     prefixes = [tuple(rng.choice(toks, size=n)) for n in (0, 1, 5, 12, 3)]

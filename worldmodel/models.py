@@ -11,8 +11,9 @@ primitives are all the paper's tests need:
   restricted to allowed tokens (the paper samples only tokens above ε);
 * :meth:`~SequenceModel.sample_contrast` — sampling after one prefix while checking
   every sampled token after another: what compression and distinction precision
-  ask. :class:`HFModel` runs both prefixes in lock step in one batch and stops a
-  sample at its first refused token, which is all the metrics need of it.
+  ask. :class:`HFModel` runs both prefixes in lock step in one batch, keeps one
+  row per distinct sampled history (a trie), and stops a sample at its first
+  refused token, which is all the metrics need of it.
 
 Sampling is driven by uniforms the caller supplies (inverse-CDF sampling), so a
 trial's samples depend only on that trial's seed, never on how trials were batched.
@@ -346,6 +347,9 @@ class HFModel(SequenceModel):
         self.name = name
         self.device = torch.device(device)
         self.batch_rows = int(batch_rows)
+        #: suffixes up to this long are scored over their trie (one pass per depth);
+        #: longer ones as one padded batch after the cached prefix
+        self.trie_max_len = 16
         self.max_positions = int(getattr(model.config, "n_positions", 0) or getattr(model.config, "max_position_embeddings", 1 << 30))
 
     # -- construction ----------------------------------------------------------
@@ -467,6 +471,9 @@ class HFModel(SequenceModel):
             cache, logp0, pmask, lens = self._run_prefixes([prefixes[i] for i in live])
             probs0 = self._domain(logp0)
             jobs = [(k, i, j) for k, i in enumerate(live) for j, s in enumerate(suffixes[i]) if len(s)]
+            if max(len(suffixes[i][j]) for _, i, j in jobs) <= self.trie_max_len:
+                self._score_trie(cache, probs0, pmask, lens, live, suffixes, jobs, acceptance, results)
+                continue
             for b0 in range(0, len(jobs), self.batch_rows):
                 batch = jobs[b0:b0 + self.batch_rows]
                 sufs = [list(suffixes[i][j]) for _, i, j in batch]
@@ -493,6 +500,46 @@ class HFModel(SequenceModel):
                     results[i][j] = Scored(p[r, :L].astype(np.float64), a[r, :L].astype(bool))
         return results  # type: ignore[return-value]
 
+    def _score_trie(self, cache, probs0, mask, lens, live, suffixes, jobs, acceptance, results) -> None:
+        """Score short suffixes level by level over their trie.
+
+        Suffixes of one prefix share their beginnings (a true boundary is a set of
+        minimal extensions of common interior paths), so each distinct beginning is
+        run once: depth ``d`` feeds one token to every distinct length-``d``
+        beginning that some longer suffix continues, selecting its parent's cache
+        row. Costs one forward pass per depth, with no padding and no copy of the
+        prefix cache per suffix.
+        """
+        levels = [probs0]  # levels[d][node] = next-token distribution after that node
+        index: list[dict] = [{(k, ()): k for k in range(len(live))}]
+        pos = lens - 1
+        depth = 1
+        while True:
+            want = sorted({(k, tuple(suffixes[i][j][:depth])) for k, i, j in jobs if len(suffixes[i][j]) > depth})
+            if not want:
+                break
+            parents = torch.tensor([index[-1][(k, path[:-1])] for k, path in want], dtype=torch.long, device=self.device)
+            feed = torch.tensor([self.vocab.stoi[path[-1]] for _, path in want], dtype=torch.long, device=self.device)
+            self._check_len(int(lens[[k for k, _ in want]].max()) + depth)
+            cache.batch_select_indices(parents)
+            mask, pos = mask[parents], pos[parents] + 1
+            mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=self.device)], dim=1)
+            o = self.model(input_ids=feed[:, None], attention_mask=mask, position_ids=pos[:, None], cache=cache,
+                           use_cache=True)
+            cache = o.cache
+            levels.append(self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1)))
+            index.append({key: n for n, key in enumerate(want)})
+            depth += 1
+        accepted = [acceptance.mask(p) for p in levels]
+        for k, i, j in jobs:
+            suf = suffixes[i][j]
+            rows = [index[d][(k, tuple(suf[:d]))] for d in range(len(suf))]
+            cols = [self.vocab.stoi[t] - self.vocab.offset for t in suf]
+            results[i][j] = Scored(
+                np.array([float(levels[d][r, c]) for d, (r, c) in enumerate(zip(rows, cols))]),
+                np.array([bool(accepted[d][r, c]) for d, (r, c) in enumerate(zip(rows, cols))]),
+            )
+
     def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):
         return [[toks for toks, _ in group] for group in self._decode(prefixes, None, uniforms, acceptance, stop_tokens)]
 
@@ -502,27 +549,33 @@ class HFModel(SequenceModel):
 
     @torch.no_grad()
     def _decode(self, prefixes, check_prefixes, uniforms, acceptance, stop_tokens=frozenset(), halt_on_reject=False):
-        """Lock-step decoding: sample after ``prefixes``, check each token after ``check_prefixes``.
+        """Lock-step decoding over a trie of sampled histories.
 
-        Rows of both prefixes of a group sit in one batch and receive the same
-        tokens, so a sampled token is checked after the other prefix in the same
-        forward pass that samples the next one. A row stops at its first rejected
-        token (or with ``halt_on_reject`` when any row of its group is rejected),
-        after a stop token, at its length limit, or where nothing is allowed; stopped
-        rows are dropped from the batch and its cache as decoding goes on.
+        Samples of one prefix that have drawn the same tokens so far have the same
+        next-token distribution, so the batch holds one row per distinct history (a
+        trie node), not one per sample: a peaked model's 30 samples often share a
+        handful of histories, and the prefix's key/value cache is never copied 30
+        times. Each sample keeps its own uniforms, so its tokens are exactly those
+        of independent sampling.
+
+        With ``check_prefixes``, every node also has a twin row after the other
+        prefix, fed the same tokens, so each sampled token is checked there in the
+        same forward pass that samples the next one. A sample stops at its first
+        rejected token (or, with ``halt_on_reject``, when any sample of its group is
+        rejected), after a stop token, at its length limit, or where nothing is
+        allowed; nodes with no live sample leave the batch and its cache.
         """
         check = check_prefixes is not None
         out: list[list[tuple[tuple[Token, ...], int | None]]] = [[] for _ in prefixes]
         stop_ids = torch.tensor(sorted(self.vocab.stoi[t] - self.vocab.offset for t in stop_tokens if t in self.vocab.stoi),
                                 dtype=torch.long, device=self.device)
         dev = self.device
+        V = len(self.tokens)
         chunk = max(1, min(len(prefixes), 64))
         for c0 in range(0, len(prefixes), chunk):
             pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
             C = len(pidx)
             us = [np.atleast_2d(np.asarray(uniforms[i], dtype=np.float64)) for i in pidx]
-            batch_prefixes = [prefixes[i] for i in pidx] + ([check_prefixes[i] for i in pidx] if check else [])
-            cache, logp0, pmask, lens = self._run_prefixes(batch_prefixes)
             group = torch.tensor([k for k, u in enumerate(us) for _ in range(u.shape[0])], dtype=torch.long, device=dev)
             R = len(group)
             if R == 0:
@@ -534,54 +587,60 @@ class HFModel(SequenceModel):
                 U[r:r + u.shape[0], :u.shape[1]] = torch.as_tensor(u, device=dev)
                 r += u.shape[0]
             max_len = torch.tensor([u.shape[1] for u in us for _ in range(u.shape[0])], device=dev)
-            sel = torch.cat([group, group + C]) if check else group
-            self._check_len(int((lens[sel] + max_len.repeat(2 if check else 1)).max()) - 1)
+            batch_prefixes = [prefixes[i] for i in pidx] + ([check_prefixes[i] for i in pidx] if check else [])
+            cache, logp0, mask, lens = self._run_prefixes(batch_prefixes)
+            longest = torch.zeros(len(batch_prefixes), dtype=torch.long, device=dev)
+            longest[:C] = torch.zeros(C, dtype=torch.long, device=dev).scatter_reduce(0, group, max_len, "amax")
+            if check:
+                longest[C:] = longest[:C]
+            self._check_len(int((lens + longest).max()) - 1)
+            probs = self._domain(logp0)
+            pos = lens - 1
             toks = torch.full((R, max(T, 1)), -1, dtype=torch.long, device=dev)
             rejected_at = torch.full((R,), -1, dtype=torch.long, device=dev)
             halted = torch.zeros(C, dtype=torch.bool, device=dev)
-            live = torch.arange(R, device=dev)  # original row of each batch row (first half when checking)
             alive = torch.ones(R, dtype=torch.bool, device=dev)
-            probs = self._domain(logp0)[sel]
-            c = cache  # used only here: select its rows in place, no copy
-            c.batch_select_indices(sel)
-            mask, pos = pmask[sel], lens[sel] - 1
+            node = group.clone()  # each sample's trie node = its row in the first half of the batch
+            n_nodes = C
             for t in range(T):
-                n = len(live)
-                pa = probs[:n]
+                pa = probs[:n_nodes][node]  # per sample
                 allowed = acceptance.mask(pa) & (pa > 0)
                 w = torch.where(allowed, pa, torch.zeros_like(pa)).double()
                 total = w.sum(-1)
-                ok = alive[live] & (total > 0) & (t < max_len[live])
+                ok = alive & (total > 0) & (t < max_len)
                 if check and halt_on_reject:
-                    ok &= ~halted[group[live]]
+                    ok &= ~halted[group]
                 cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
-                choice = (cdf <= U[live, t:t + 1]).sum(-1).clamp(max=pa.shape[-1] - 1)
-                toks[live, t] = torch.where(ok, choice, torch.full_like(choice, -1))
+                choice = (cdf <= U[:, t:t + 1]).sum(-1).clamp(max=V - 1)
+                toks[:, t] = torch.where(ok, choice, torch.full_like(choice, -1))
                 if check:
-                    acc_b = torch.gather(acceptance.mask(probs[n:]), 1, choice[:, None])[:, 0]
+                    acc_b = torch.gather(acceptance.mask(probs[n_nodes:][node]), 1, choice[:, None])[:, 0]
                     rej = ok & ~acc_b
-                    rejected_at[live[rej]] = t
+                    rejected_at[rej] = t
                     ok &= ~rej
                     if halt_on_reject and bool(rej.any()):
-                        halted[group[live[rej]]] = True
-                        ok &= ~halted[group[live]]
+                        halted[group[rej]] = True
+                        ok &= ~halted[group]
                 if len(stop_ids):
                     ok &= ~torch.isin(choice, stop_ids)
-                alive[live] = ok  # rows left in the batch only for batching stay dead
-                if t == T - 1 or not bool(ok.any()):
+                alive = ok
+                if t == T - 1 or not bool(alive.any()):
                     break
-                if int(ok.sum()) < 0.75 * n:  # drop finished rows from the batch and the cache
-                    keep = ok.nonzero()[:, 0]
-                    keep_rows = torch.cat([keep, keep + n]) if check else keep
-                    c.batch_select_indices(keep_rows)
-                    mask, pos = mask[keep_rows], pos[keep_rows]
-                    live, choice = live[keep], choice[keep]
-                feed = torch.cat([choice, choice]) if check else choice
-                inp = (feed + self.vocab.offset)[:, None]
+                # children: one per distinct (node, token) among live samples
+                live = alive.nonzero()[:, 0]
+                keys, inverse = torch.unique(node[live] * V + choice[live], return_inverse=True)
+                parents, feed = keys // V, keys % V
+                node = torch.zeros(R, dtype=torch.long, device=dev)
+                node[live] = inverse
+                rows = torch.cat([parents, parents + n_nodes]) if check else parents
+                n_nodes = len(keys)
+                cache.batch_select_indices(rows)
+                mask, pos = mask[rows], pos[rows] + 1
+                inp = (torch.cat([feed, feed]) if check else feed) + self.vocab.offset
                 mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=dev)], dim=1)
-                pos = (pos + 1).clamp(max=self.max_positions - 1)  # dead rows may run past; ignored
-                o = self.model(input_ids=inp, attention_mask=mask, position_ids=pos[:, None], cache=c, use_cache=True)
-                c = o.cache
+                o = self.model(input_ids=inp[:, None], attention_mask=mask, position_ids=pos[:, None], cache=cache,
+                               use_cache=True)
+                cache = o.cache
                 probs = self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1))
             toks_np, rej_np = toks.cpu().numpy(), rejected_at.cpu().numpy()
             r = 0
