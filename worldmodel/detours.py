@@ -230,6 +230,36 @@ def run_detours(
     return results, trials
 
 
+def parse_kinds(text: str) -> list[str]:
+    """``"random,adversarial"`` -> a list of detour kinds; one clear error otherwise."""
+    kinds = [k.strip() for k in str(text).split(",") if k.strip()]
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise WorldModelError(f"--kind {text!r}: choose from {', '.join(KINDS)} (comma-separated)")
+    return kinds
+
+
+def run_kinds(model, world, starts, kinds: Sequence[str], ps: Sequence[float], **kwargs
+              ) -> tuple[list[DetourResult], list[DetourTrial]]:
+    """:func:`run_detours` for each kind in turn; results and trials concatenated."""
+    all_results: list[DetourResult] = []
+    all_trials: list[DetourTrial] = []
+    for kind in kinds:
+        results, trials = run_detours(model, world, starts, kind, list(ps), **kwargs)
+        all_results += results
+        all_trials += trials
+    return all_results, all_trials
+
+
+def report(out: str | Path, results: Sequence[DetourResult], trials: Sequence[DetourTrial], meta: dict,
+           header: str) -> None:
+    """Write the JSON summary and print ``header``, the table and where it went (the CLIs' output)."""
+    write_results(out, results, trials, meta)
+    print(header)
+    print(format_results(results))
+    print(f"wrote {out}")
+
+
 def format_results(results: Sequence[DetourResult]) -> str:
     """A Markdown table: one row per p."""
     lines = ["| kind | p | success share | stderr | n | replaced / steps |",

@@ -263,15 +263,12 @@ def cmd_reconstruct(args) -> int:
 
 
 def cmd_detours(args) -> int:
-    from worldmodel.detours import KINDS, format_results, parse_ps, run_detours, write_results
+    from worldmodel.detours import parse_kinds, parse_ps, report, run_kinds
 
     task = _load(args.task)
     domain = task.domain
     world = domain.world
-    kinds = [k.strip() for k in args.kind.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise WorldModelError(f"--kind {args.kind!r}: choose from {', '.join(KINDS)} (comma-separated)")
+    kinds = parse_kinds(args.kind)
     ps = parse_ps(args.p)
     if args.trials < 1:
         raise WorldModelError(f"--trials must be at least 1, got {args.trials}")
@@ -281,19 +278,11 @@ def cmd_detours(args) -> int:
     pairs = _od_pairs(task, dataset, args.trials, args.seed, args.data_dir, max_len)
     starts = [[o, d] for o, d in pairs]
     allowed = reachable_within(world, max_len)
-    all_results, all_trials = [], []
-    for kind in kinds:
-        results, trials = run_detours(model, world, starts, kind, ps, allowed=allowed, max_len=max_len,
-                                      seed=args.seed, progress=not args.no_progress)
-        all_results += results
-        all_trials += trials
+    results, trials = run_kinds(model, world, starts, kinds, ps, allowed=allowed, max_len=max_len,
+                                seed=args.seed, progress=not args.no_progress)
     meta = {"task": task.name, "dataset": dataset, "model": args.checkpoint or "true",
             "trials": args.trials, "max_len": max_len, "seed": args.seed}
-    out = Path(args.out)
-    write_results(out, all_results, all_trials, meta)
-    print(f"{task.name}: {meta['model']} on {args.trials} {dataset} test pairs")
-    print(format_results(all_results))
-    print(f"wrote {out}")
+    report(Path(args.out), results, trials, meta, f"{task.name}: {meta['model']} on {args.trials} {dataset} test pairs")
     return 0
 
 

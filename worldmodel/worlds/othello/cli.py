@@ -102,7 +102,7 @@ def openings(sequences, n: int, moves: int, seed: int) -> list[list[str]]:
 
 def cmd_othello_detours(args) -> int:
     from ...cli import build_model
-    from ...detours import KINDS, format_results, parse_ps, run_detours, write_results
+    from ...detours import parse_kinds, parse_ps, report, run_kinds
     from ...tasks import load_task
 
     task = load_task(args.task)
@@ -110,10 +110,7 @@ def cmd_othello_detours(args) -> int:
         raise WorldModelError(f"task {task.name} is not an Othello task (domain {task.config.get('domain')!r})")
     if bool(args.checkpoint) == bool(args.model):
         raise WorldModelError("give exactly one of --checkpoint DIR or --model true|untrained")
-    kinds = [k.strip() for k in args.kind.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise WorldModelError(f"--kind {args.kind!r}: choose from {', '.join(KINDS)} (comma-separated)")
+    kinds = parse_kinds(args.kind)
     ps = parse_ps(args.p)
     if args.trials < 1:
         raise WorldModelError(f"--trials must be at least 1, got {args.trials}")
@@ -131,21 +128,14 @@ def cmd_othello_detours(args) -> int:
     starts = openings(domain.sequences("test", dataset, args.data_dir), args.trials, args.opening_moves, args.seed)
     wrapped_world, wrapped_model = GameOverWorld(world), GameOverModel(model, world)
     max_len = world.geometry.squares - 4 + 1  # every move of a game, then END
-    all_results, all_trials = [], []
-    for kind in kinds:
-        results, trials = run_detours(wrapped_model, wrapped_world, starts, kind, ps, max_len=max_len,
-                                      seed=args.seed, progress=not args.no_progress)
-        all_results += results
-        all_trials += trials
+    results, trials = run_kinds(wrapped_model, wrapped_world, starts, kinds, ps, max_len=max_len,
+                                seed=args.seed, progress=not args.no_progress)
     source = args.checkpoint or args.model
     meta = {"task": task.name, "dataset": dataset, "model": source, "trials": len(starts),
             "opening_moves": args.opening_moves, "seed": args.seed,
             "success": "every move legal until neither side can move"}
-    out = Path(args.out)
-    write_results(out, all_results, all_trials, meta)
-    print(f"{task.name}: {source} from {len(starts)} {dataset} test openings of {args.opening_moves} moves")
-    print(format_results(all_results))
-    print(f"wrote {out}")
+    report(Path(args.out), results, trials, meta,
+           f"{task.name}: {source} from {len(starts)} {dataset} test openings of {args.opening_moves} moves")
     return 0
 
 
