@@ -331,6 +331,27 @@ def _np_flips(n: int, own: np.ndarray, opp: np.ndarray, move: np.ndarray, dirs, 
     return out
 
 
+def _np_play(n: int, own: np.ndarray, opp: np.ndarray, move: np.ndarray, dirs, full: np.uint64):
+    """Play ``move`` for the side to move, then hand over with implicit passes.
+
+    Returns ``(own, opp, moves, opp_can, live)`` for the position that follows: the
+    discs of the side now to move and of the other side, the legal moves of the side
+    now to move, whether the opponent could move (else the mover moves again), and
+    whether the game goes on (else neither side can move).
+    """
+    f = _np_flips(n, own, opp, move, dirs, full)
+    o = own | f | move
+    p = opp & ~f
+    opp_moves = _np_legal(n, p, o, dirs, full)
+    opp_can = opp_moves != 0
+    own_moves = np.zeros_like(opp_moves)
+    stuck = np.flatnonzero(~opp_can)
+    if len(stuck):
+        own_moves[stuck] = _np_legal(n, o[stuck], p[stuck], dirs, full)
+    return (np.where(opp_can, p, o), np.where(opp_can, o, p), np.where(opp_can, opp_moves, own_moves),
+            opp_can, opp_can | (own_moves != 0))
+
+
 def _random_games_block(n: int, u: np.ndarray) -> list[list[int]]:
     """Play one block of games, one per row of uniforms ``u``; returns square indices."""
     rows, max_moves = u.shape
@@ -354,20 +375,8 @@ def _random_games_block(n: int, u: np.ndarray) -> list[list[int]]:
         square = np.argmax(np.cumsum(onehot, axis=1, dtype=np.int8) > pick[:, None], axis=1)
         record[idx, t] = square
         move = np.uint64(1) << square.astype(np.uint64)
-        f = _np_flips(n, o, p, move, dirs, full)
-        o = o | f | move
-        p = p & ~f
         # implicit passes: the opponent moves if it can, else the mover again, else the end
-        opp_moves = _np_legal(n, p, o, dirs, full)
-        opp_can = opp_moves != 0
-        own_moves = np.zeros_like(opp_moves)
-        stuck = np.flatnonzero(~opp_can)
-        if len(stuck):
-            own_moves[stuck] = _np_legal(n, o[stuck], p[stuck], dirs, full)
-        own[idx] = np.where(opp_can, p, o)
-        opp[idx] = np.where(opp_can, o, p)
-        moves_all[idx] = np.where(opp_can, opp_moves, own_moves)
-        live[idx] = opp_can | (own_moves != 0)
+        own[idx], opp[idx], moves_all[idx], _, live[idx] = _np_play(n, o, p, move, dirs, full)
     return [[int(s) for s in row[row >= 0]] for row in record]
 
 
@@ -444,21 +453,9 @@ def replay_batch(squares: np.ndarray, size: int = 8) -> tuple[np.ndarray, np.nda
         idx, move = idx[ok], move[ok]
         if len(idx) == 0:
             continue
-        o, p = own[idx], opp[idx]
-        f = _np_flips(n, o, p, move, dirs, full)
-        o = o | f | move
-        p = p & ~f
-        opp_moves = _np_legal(n, p, o, dirs, full)
-        opp_can = opp_moves != 0
-        own_moves = np.zeros_like(opp_moves)
-        stuck = np.flatnonzero(~opp_can)
-        if len(stuck):
-            own_moves[stuck] = _np_legal(n, o[stuck], p[stuck], dirs, full)
-        own[idx] = np.where(opp_can, p, o)
-        opp[idx] = np.where(opp_can, o, p)
+        own[idx], opp[idx], moves_all[idx], opp_can, live = _np_play(n, own[idx], opp[idx], move, dirs, full)
         side[idx] = np.where(opp_can, 1 - side[idx], side[idx])
-        moves_all[idx] = np.where(opp_can, opp_moves, own_moves)
-        over[idx] = ~opp_can & (own_moves == 0)
+        over[idx] = ~live
     black = np.where(side == 0, own, opp)
     white = np.where(side == 0, opp, own)
     return bad, over, black, white
