@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 
-from worldmodel.acceptance import Epsilon
 from worldmodel.dfa import ExplicitDFA, random_dfa, random_walk, run
 from worldmodel.errors import TrialSkipped
 from worldmodel.metrics import Settings, compression, distinction, next_token, probe

@@ -1,6 +1,5 @@
 """Model adapters: KV-cache scoring against naive scoring, sampling, checkpoints."""
 
-import json
 
 import numpy as np
 import pytest

@@ -9,7 +9,7 @@ from worldmodel.dfa import is_valid, run
 from worldmodel.errors import WorldModelError
 from worldmodel.metrics import Settings, compression, distinction
 from worldmodel.models import TrueWorldModel
-from worldmodel.tasks import Task, load_task
+from worldmodel.tasks import load_task
 from worldmodel.worlds.seating.domain import SeatingDomain, SeatingSampler
 
 

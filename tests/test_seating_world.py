@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from worldmodel.dfa import REJECT, exact_boundary, is_valid, run
+from worldmodel.dfa import REJECT, exact_boundary, run
 from worldmodel.errors import TrialSkipped, WorldModelError
 from worldmodel.worlds.seating.prompts import (capability_prompt, parse_prompt, parse_seat, parse_yes_no,
                                                validity_prompt)

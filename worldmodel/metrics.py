@@ -44,14 +44,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Hashable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from .acceptance import AcceptanceRule, Epsilon, parse_acceptance
-from .dfa import REJECT, World, exact_boundary, first_rejection, run, sampled_boundary
+from .dfa import REJECT, World, exact_boundary, first_rejection, sampled_boundary
 from .errors import TrialSkipped, WorldModelError
 from .models import SequenceModel
 from .results import MetricResult, TrialLog, aggregate, trial_seed
