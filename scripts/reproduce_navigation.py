@@ -209,35 +209,10 @@ Training (CPU, `OMP_NUM_THREADS=1`):
 
 
 def plot_metrics(path: Path, task_name: str, results: dict) -> None:
-    import matplotlib
+    from worldmodel.plotting import metric_bars
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    labels = list(results)
-    x = np.arange(len(FIVE))
-    width = 0.8 / max(1, len(labels))
-    fig, ax = plt.subplots(figsize=(10, 4.8))
-    for i, label in enumerate(labels):
-        ms = [results[label]["metrics"].get(m) or {} for m in FIVE]
-        means = [m["mean"] if m.get("n") else np.nan for m in ms]
-        errs = [m["stderr"] if m.get("n") and np.isfinite(m.get("stderr") or np.nan) else 0 for m in ms]
-        xs = x + (i - (len(labels) - 1) / 2) * width
-        ax.bar(xs, means, width, yerr=errs, capsize=2, label=label, error_kw={"lw": 0.8})
-        for xi, m in zip(xs, means):
-            if not np.isfinite(m):
-                ax.text(xi, 0.02, "n/a", ha="center", va="bottom", fontsize=7, rotation=90, color="0.4")
-    ax.set_xticks(x, [LABELS[m].replace(" ", "\n", 1) for m in FIVE])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("score (mean ± s.e.)")
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
-    ax.set_title(f"{task_name}: next-token and probe vs. Myhill–Nerode metrics")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(labels), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    metric_bars(path, {label: r["metrics"] for label, r in results.items()}, FIVE, LABELS,
+                f"{task_name}: next-token and probe vs. Myhill–Nerode metrics")
 
 
 # ---------------------------------------------------------------------------

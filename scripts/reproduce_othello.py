@@ -330,31 +330,10 @@ def write_table4(path: Path, detours: dict, trials: int, opening_moves: int, com
 
 
 def plot_metrics(path: Path, results: dict) -> None:
-    import matplotlib
+    from worldmodel.plotting import metric_bars
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    labels = list(results)
-    x = np.arange(len(TABLE3_METRICS))
-    width = 0.8 / max(1, len(labels))
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for i, label in enumerate(labels):
-        ms = [results[label]["metrics"].get(m) or {} for m in TABLE3_METRICS]
-        means = [m.get("mean") if m.get("n") else np.nan for m in ms]
-        errs = [m.get("stderr") if m.get("n") else 0 for m in ms]
-        means = [np.nan if v is None else v for v in means]
-        errs = [0 if (e is None or not np.isfinite(e)) else e for e in errs]
-        ax.bar(x + (i - (len(labels) - 1) / 2) * width, means, width, yerr=errs, capsize=2, label=label)
-    ax.set_xticks(x, [METRIC_LABELS[m].replace(" ", "\n", 1) for m in TABLE3_METRICS])
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("score")
-    ax.set_title("Othello: existing diagnostics vs Myhill–Nerode metrics")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(labels), frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    metric_bars(path, {label: r["metrics"] for label, r in results.items()}, TABLE3_METRICS, METRIC_LABELS,
+                "Othello: existing diagnostics vs Myhill–Nerode metrics", figsize=(9, 4.4))
 
 
 def plot_detours(path: Path, detours: dict, ps=PS) -> None:
