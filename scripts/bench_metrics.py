@@ -110,19 +110,27 @@ def naive_accepts(model: HFModel, prefix, suffixes, acceptance):
     return res
 
 
-def naive_compression(world, model, sampler, s: Settings):
-    trials = []
+def naive_trials(name, draw, world, model, s: Settings, trials: list):
+    """Per trial: its rng, prefix pair and M samples after prefix 1, drawn as the engine draws them.
+
+    Trials whose pair cannot be drawn are appended to ``trials`` as skipped.
+    """
     for i in range(s.trials):
-        seed = trial_seed(s.seed, "compression", i)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(trial_seed(s.seed, name, i))
         try:
-            pair = sampler.compression_pair(rng)
+            pair = draw(rng)
         except TrialSkipped as exc:
             trials.append({"trial": i, "status": "skipped", "reason": exc.reason})
             continue
         u = rng.random((s.M, s.max_sample_len))
         room = min(s.max_sample_len, model.max_positions - max(len(pair.prefix1), len(pair.prefix2)) - 1)
         samples = naive_sample(model, pair.prefix1, u[:, :room], s.acceptance, world.stop_tokens)
+        yield i, rng, pair, samples
+
+
+def naive_compression(world, model, sampler, s: Settings):
+    trials = []
+    for i, _, pair, samples in naive_trials("compression", sampler.compression_pair, world, model, s, trials):
         ok = all(a for a, _ in naive_accepts(model, pair.prefix2, samples, s.acceptance))
         trials.append({"trial": i, "status": "ok", "key": pair.key,
                        "pair": " ".join(pair.prefix1) + " || " + " ".join(pair.prefix2), "score": float(ok)})
@@ -131,21 +139,11 @@ def naive_compression(world, model, sampler, s: Settings):
 
 def naive_distinction(world, model, sampler, s: Settings):
     trials = []
-    for i in range(s.trials):
-        seed = trial_seed(s.seed, "distinction", i)
-        rng = np.random.default_rng(seed)
-        try:
-            pair = sampler.distinction_pair(rng)
-        except TrialSkipped as exc:
-            trials.append({"trial": i, "status": "skipped", "reason": exc.reason})
-            continue
-        u = rng.random((s.M, s.max_sample_len))
+    for i, rng, pair, samples in naive_trials("distinction", sampler.distinction_pair, world, model, s, trials):
         if s.boundary == "exact":
             true_b = exact_boundary(world, pair.state1, pair.state2, s.k)
         else:
             true_b = sampled_boundary(world, pair.state1, pair.state2, s.M, s.boundary_len or s.max_sample_len, rng)
-        room = min(s.max_sample_len, model.max_positions - max(len(pair.prefix1), len(pair.prefix2)) - 1)
-        samples = naive_sample(model, pair.prefix1, u[:, :room], s.acceptance, world.stop_tokens)
         model_b = {tuple(x[: j + 1]) for x, (_, j) in zip(samples, naive_accepts(model, pair.prefix2, samples, s.acceptance))
                    if j is not None}
         precision = 1.0 if not model_b else float(np.mean(
