@@ -131,12 +131,9 @@ def ensure_checkpoint(task, dataset: str, runs: Path, steps: int | None, skip_tr
 
 def build(task, row: Row, seed: int):
     from worldmodel.cli import build_model
-    from worldmodel.models import HFModel
 
-    if row.kind == "checkpoint":
-        model = HFModel.from_pretrained(row.checkpoint, task.world)
-    else:
-        model = build_model(task, None, row.kind, seed=seed)
+    checkpoint = row.checkpoint if row.kind == "checkpoint" else None
+    model = build_model(task, checkpoint, None if checkpoint else row.kind, seed=seed)
     model.source = row.label
     return model
 

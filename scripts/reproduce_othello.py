@@ -94,12 +94,9 @@ def ensure_checkpoint(task, dataset: str, runs: Path, steps: int | None = None) 
 
 def build(row: Row, base_task, seed: int):
     from worldmodel.cli import build_model
-    from worldmodel.models import HFModel
 
-    if row.kind == "checkpoint":
-        model = HFModel.from_pretrained(row.checkpoint, base_task.world)
-    else:
-        model = build_model(base_task, None, row.kind, seed=seed)
+    checkpoint = row.checkpoint if row.kind == "checkpoint" else None
+    model = build_model(base_task, checkpoint, None if checkpoint else row.kind, seed=seed)
     model.source = row.label
     return model
 
