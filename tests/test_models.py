@@ -144,3 +144,25 @@ def test_lock_step_contrast_equals_sample_then_score(world, model):
     halted = model.sample_contrast(p1, p2, us, rule, halt_on_reject=True)
     for a, b in zip(fast, halted):
         assert any(j is not None for _, j in a) == any(j is not None for _, j in b)
+
+
+def test_cache_keyword_follows_the_installed_release():
+    """transformers 5.0–5.23 take ``past_key_values``; 5.24+ ``cache``: the adapter reads which."""
+    from worldmodel.models.hf import cache_keyword
+
+    class Old(torch.nn.Module):
+        def forward(self, input_ids=None, past_key_values=None, use_cache=None):
+            return input_ids
+
+    class New(torch.nn.Module):
+        def forward(self, input_ids=None, cache=None, use_cache=None):
+            return input_ids
+
+    assert cache_keyword(Old()) == "past_key_values"
+    assert cache_keyword(New()) == "cache"
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    gpt = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=1, vocab_size=5))
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    assert cache_keyword(gpt) == ("cache" if (major, minor) >= (5, 24) else "past_key_values")

@@ -1,310 +1,27 @@
-"""Sequence models over domain tokens, and their adapters.
+"""Any Hugging Face causal LM over a :class:`~worldmodel.models.vocab.Vocabulary`.
 
-Every metric talks to a model through :class:`SequenceModel`, whose three batched
-primitives are all the paper's tests need:
-
-* :meth:`~SequenceModel.next_token_probs` — ``m(· | s)`` for many prefixes;
-* :meth:`~SequenceModel.score` — for each of several prefixes and each of many
-  suffixes after it, the probability of every suffix token and whether the
-  acceptance rule allows it (``x ∈ L^m(s)`` is "every token allowed");
-* :meth:`~SequenceModel.sample` — continuations drawn token by token from the model
-  restricted to allowed tokens (the paper samples only tokens above ε);
-* :meth:`~SequenceModel.sample_contrast` — sampling after one prefix while checking
-  every sampled token after another: what compression and distinction precision
-  ask. :class:`HFModel` runs both prefixes in lock step in one batch, keeps one
-  row per distinct sampled history (a trie), and stops a sample at its first
-  refused token, which is all the metrics need of it.
-
-Sampling is driven by uniforms the caller supplies (inverse-CDF sampling), so a
-trial's samples depend only on that trial's seed, never on how trials were batched.
-
-Adapters:
-
-* :class:`HFModel` — any Hugging Face causal LM plus a saved :class:`Vocabulary`.
-  A prefix is run once; its key/value cache is reused for every suffix scored or
-  sampled after it, in batches, with prefixes left-padded and positions set so that
-  padding never changes the numbers. :meth:`HFModel.untrained` builds a randomly
-  initialised network of a checkpoint's (or a task's) architecture.
-* :class:`TrueWorldModel` — the world itself: uniform over valid tokens.
+:class:`HFModel` runs a prefix once; its key/value cache is reused for every suffix
+scored or sampled after it, in batches, with prefixes left-padded and positions set
+so that padding never changes the numbers. While sampling after one prefix and
+checking after another, both run in lock step in one batch, with one row per
+distinct sampled history (a trie); a sample stops at its first refused token.
+:meth:`HFModel.untrained` builds a randomly initialised network of a checkpoint's
+(or a task's) architecture.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
 
-from .acceptance import AcceptanceRule
-from .dfa import REJECT, Token, World, run
-from .errors import WorldModelError
-
-Prefix = Sequence[Token]
-
-
-@dataclass
-class Scored:
-    """One suffix scored after one prefix.
-
-    ``probs[j]`` is ``m(x_j | s x_1..x_{j-1})``; ``accepted[j]`` whether the acceptance
-    rule allows that token there.
-    """
-
-    probs: np.ndarray
-    accepted: np.ndarray
-
-    def all_accepted(self) -> bool:
-        return bool(self.accepted.all())
-
-    def first_rejected(self) -> int | None:
-        bad = np.flatnonzero(~self.accepted)
-        return int(bad[0]) if len(bad) else None
-
-
-class SequenceModel(ABC):
-    """A generative model ``m: Σ* → Δ(Σ)`` over a world's tokens (batched)."""
-
-    #: Domain tokens, the columns of every distribution this model returns.
-    tokens: tuple[Token, ...] = ()
-    name: str = "model"
-
-    @abstractmethod
-    def next_token_probs(self, prefixes: Sequence[Prefix]) -> np.ndarray:
-        """``m(· | s)`` for each prefix: float array ``(len(prefixes), len(tokens))``."""
-
-    @abstractmethod
-    def score(
-        self,
-        prefixes: Sequence[Prefix],
-        suffixes: Sequence[Sequence[Sequence[Token]]],
-        acceptance: AcceptanceRule,
-    ) -> list[list[Scored]]:
-        """Score ``suffixes[i][j]`` after ``prefixes[i]``; returns the same nesting."""
-
-    @abstractmethod
-    def sample(
-        self,
-        prefixes: Sequence[Prefix],
-        uniforms: Sequence[np.ndarray],
-        acceptance: AcceptanceRule,
-        stop_tokens: frozenset[Token] = frozenset(),
-    ) -> list[list[tuple[Token, ...]]]:
-        """Continuations of each prefix; ``uniforms[i]`` is ``(n_samples, max_len)`` in [0, 1).
-
-        At each step the model's distribution is restricted to allowed tokens and
-        renormalised; the token is the inverse CDF at the step's uniform. A
-        continuation ends after ``max_len`` tokens, after a stop token, or where the
-        model allows no token.
-        """
-
-    def sample_contrast(
-        self,
-        prefixes: Sequence[Prefix],
-        check_prefixes: Sequence[Prefix],
-        uniforms: Sequence[np.ndarray],
-        acceptance: AcceptanceRule,
-        stop_tokens: frozenset[Token] = frozenset(),
-        halt_on_reject: bool = False,
-    ) -> list[list[tuple[tuple[Token, ...], int | None]]]:
-        """Sample after ``prefixes[i]`` and check every token after ``check_prefixes[i]``.
-
-        Returns, per sample, ``(tokens, j)``: ``j`` is the index of the first sampled
-        token not allowed after the check prefix (the sample is cut after it: the cut
-        sample is an element of the model's boundary ``MNB^m(s1, s2)``), or ``None``
-        when the whole sample is allowed there. With ``halt_on_reject`` the other
-        samples of a group may be cut short once one is rejected (compression needs
-        only to know whether any is). Same samples as :meth:`sample` with the same
-        uniforms; this default samples, then scores.
-        """
-        samples = self.sample(prefixes, uniforms, acceptance, stop_tokens)
-        scored = self.score(check_prefixes, samples, acceptance)
-        out = []
-        for group, res in zip(samples, scored):
-            row = []
-            for x, sc in zip(group, res):
-                j = sc.first_rejected()
-                row.append((tuple(x[: j + 1]) if j is not None else tuple(x), j))
-            out.append(row)
-        return out
-
-    def prefix_probs(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
-        """``out[i][j] = m(· | sequences[i][:j])`` for ``j = 0..len``: every prefix of every sequence."""
-        flat = [tuple(s[:j]) for s in sequences for j in range(len(s) + 1)]
-        probs = self.next_token_probs(flat)
-        out, r = [], 0
-        for s in sequences:
-            out.append(probs[r:r + len(s) + 1])
-            r += len(s) + 1
-        return out
-
-    def hidden_states(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
-        """Last-layer states: ``out[i][j]`` is the state after reading ``sequences[i][:j]``."""
-        raise WorldModelError(f"the {self.name} model has no hidden states to probe")
-
-    @property
-    def has_hidden_states(self) -> bool:
-        return False
-
-    def token_index(self) -> dict[Token, int]:
-        idx = getattr(self, "_tok_index", None)
-        if idx is None:
-            idx = {t: i for i, t in enumerate(self.tokens)}
-            self._tok_index = idx
-        return idx
-
-
-def inverse_cdf(probs: np.ndarray, allowed: np.ndarray, u: float) -> int:
-    """Index drawn from ``probs`` restricted to ``allowed`` at uniform ``u``; -1 if none allowed."""
-    w = np.where(allowed, probs, 0.0)
-    total = w.sum()
-    if total <= 0:
-        return -1
-    cdf = np.cumsum(w) / total
-    return int(min(np.searchsorted(cdf, u, side="right"), len(w) - 1))
-
-
-# ---------------------------------------------------------------------------
-# The true world model
-# ---------------------------------------------------------------------------
-
-
-class TrueWorldModel(SequenceModel):
-    """The world as a model: uniform over the valid tokens of the current state.
-
-    It satisfies exact next-token prediction (Def. 2.2) by construction, so every
-    metric must score it 1.0; that is the engine's own sanity check. After an
-    invalid prefix (or at a state with no valid token) it puts no mass anywhere.
-    """
-
-    name = "true"
-
-    def __init__(self, world: World):
-        self.world = world
-        self.tokens = tuple(world.tokens)
-
-    def _dist(self, state) -> np.ndarray:
-        p = np.zeros(len(self.tokens))
-        if state is REJECT:
-            return p
-        valid = self.world.valid_tokens(state)
-        if valid:
-            idx = self.token_index()
-            p[[idx[t] for t in valid]] = 1.0 / len(valid)
-        return p
-
-    def next_token_probs(self, prefixes):
-        return np.stack([self._dist(run(self.world, p)) for p in prefixes]) if prefixes else np.zeros((0, len(self.tokens)))
-
-    def score(self, prefixes, suffixes, acceptance):
-        idx = self.token_index()
-        out = []
-        for prefix, group in zip(prefixes, suffixes):
-            base = run(self.world, prefix)
-            row = []
-            for suffix in group:
-                dists = []
-                s = base
-                for t in suffix:
-                    dists.append(self._dist(s))
-                    s = self.world.step(s, t) if s is not REJECT else REJECT
-                if not dists:
-                    row.append(Scored(np.zeros(0), np.zeros(0, dtype=bool)))
-                    continue
-                d = np.stack(dists)
-                cols = np.array([idx.get(t, -1) for t in suffix])
-                probs = np.where(cols >= 0, d[np.arange(len(suffix)), np.maximum(cols, 0)], 0.0)
-                acc = acceptance.mask_np(d)[np.arange(len(suffix)), np.maximum(cols, 0)] & (cols >= 0)
-                row.append(Scored(probs, acc))
-            out.append(row)
-        return out
-
-    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):
-        out = []
-        for prefix, u in zip(prefixes, uniforms):
-            base = run(self.world, prefix)
-            group = []
-            for row in np.atleast_2d(u):
-                s, toks = base, []
-                for uj in row:
-                    d = self._dist(s)
-                    j = inverse_cdf(d, acceptance.mask_np(d) & (d > 0), float(uj))
-                    if j < 0:
-                        break
-                    t = self.tokens[j]
-                    toks.append(t)
-                    if t in stop_tokens:
-                        break
-                    s = self.world.step(s, t)
-                group.append(tuple(toks))
-            out.append(group)
-        return out
-
-
-# ---------------------------------------------------------------------------
-# Vocabulary and Hugging Face models
-# ---------------------------------------------------------------------------
-
-
-class Vocabulary:
-    """Domain tokens <-> model ids. Ids 0 and 1 are ``<pad>`` and ``<bos>``.
-
-    Saved as ``vocab.json`` beside every checkpoint (the ``save_pretrained`` folder).
-    """
-
-    PAD, BOS = "<pad>", "<bos>"
-    FILE = "vocab.json"
-
-    def __init__(self, tokens: Sequence[Token], world_name: str = ""):
-        tokens = tuple(tokens)
-        if len(set(tokens)) != len(tokens):
-            raise WorldModelError("vocabulary tokens must be distinct")
-        self.tokens = tokens
-        self.world_name = world_name
-        self.specials = (self.PAD, self.BOS)
-        self.itos = self.specials + tokens
-        self.stoi = {t: i for i, t in enumerate(self.itos)}
-        self.pad_id, self.bos_id = 0, 1
-        self.offset = len(self.specials)
-
-    def __len__(self) -> int:
-        return len(self.itos)
-
-    def encode(self, seq: Sequence[Token], bos: bool = True) -> list[int]:
-        try:
-            ids = [self.stoi[t] for t in seq]
-        except KeyError as exc:
-            raise WorldModelError(f"token {exc.args[0]!r} is not in the model's vocabulary") from None
-        return [self.bos_id] + ids if bos else ids
-
-    def save(self, folder: Path) -> None:
-        data = {"tokens": list(self.tokens), "specials": list(self.specials), "world": self.world_name}
-        (Path(folder) / self.FILE).write_text(json.dumps(data, indent=1))
-
-    @classmethod
-    def load(cls, folder: Path) -> "Vocabulary":
-        path = Path(folder) / cls.FILE
-        if not path.exists():
-            raise WorldModelError(f"checkpoint {folder}: missing {cls.FILE} (not a worldmodel checkpoint?)")
-        try:
-            data = json.loads(path.read_text())
-            vocab = cls(data["tokens"], data.get("world", ""))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise WorldModelError(f"checkpoint {folder}: {cls.FILE} is malformed ({exc})") from None
-        return vocab
-
-    def check_world(self, world: World, where: str) -> None:
-        if set(self.tokens) != set(world.tokens):
-            missing = sorted(set(world.tokens) - set(self.tokens))[:5]
-            extra = sorted(set(self.tokens) - set(world.tokens))[:5]
-            raise WorldModelError(
-                f"checkpoint {where}: vocabulary does not match the {world.name} world "
-                f"({len(self.tokens)} tokens vs {len(world.tokens)}; missing e.g. {missing}, unknown e.g. {extra})"
-            )
+from ..dfa import Token, World
+from ..errors import WorldModelError
+from .base import Prefix, Scored, SequenceModel
+from .vocab import Vocabulary
 
 
 def quiet_transformers() -> None:
@@ -313,6 +30,19 @@ def quiet_transformers() -> None:
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+
+
+def cache_keyword(model) -> str:
+    """The keyword under which ``model.forward`` takes (and its output returns) the key/value cache.
+
+    transformers 5.0–5.23 call it ``past_key_values``; 5.24 renamed it ``cache``
+    (accepting the old name, with a deprecation warning, until 5.40). Read from the
+    forward signature once, so one code path serves the whole declared range.
+    """
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
 
 
 def gpt2_config(vocab: Vocabulary, n_layer=2, n_embd=64, n_head=4, n_positions=128, dropout=0.0, **_):
@@ -350,6 +80,7 @@ class HFModel(SequenceModel):
         #: suffixes up to this long are scored over their trie (one pass per depth);
         #: longer ones as one padded batch after the cached prefix
         self.trie_max_len = 16
+        self._cache_kw = cache_keyword(self.model)
         self.max_positions = int(getattr(model.config, "n_positions", 0) or getattr(model.config, "max_position_embeddings", 1 << 30))
 
     # -- construction ----------------------------------------------------------
@@ -393,6 +124,17 @@ class HFModel(SequenceModel):
         self.vocab.save(folder)
 
     # -- low level -------------------------------------------------------------
+    def _forward(self, cache=None, **kwargs):
+        """One forward pass with the key/value cache; returns (output, cache).
+
+        The cache travels under the keyword this transformers release uses
+        (:func:`cache_keyword`), so the same code runs on every release declared.
+        """
+        if cache is not None:
+            kwargs[self._cache_kw] = cache
+        out = self.model(use_cache=True, **kwargs)
+        return out, out[self._cache_kw]
+
     def _ids(self, seq: Prefix) -> list[int]:
         ids = self.vocab.encode(seq)
         return ids
@@ -420,9 +162,9 @@ class HFModel(SequenceModel):
             batch[i, P - len(x):] = torch.tensor(x, device=self.device)
             mask[i, P - len(x):] = 1
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=batch, attention_mask=mask, position_ids=pos, use_cache=True)
+        out, cache = self._forward(input_ids=batch, attention_mask=mask, position_ids=pos)
         logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-        return out.cache, logp, mask, lens
+        return cache, logp, mask, lens
 
     @torch.no_grad()
     def _extend(self, cache, rows: torch.Tensor, prefix_mask, lens, tokens: torch.Tensor, tok_mask: torch.Tensor,
@@ -438,8 +180,8 @@ class HFModel(SequenceModel):
         mask = torch.cat([prefix_mask[rows], tok_mask], dim=1)
         pos = lens[rows, None] - 1 + torch.arange(1, tokens.shape[1] + 1, device=self.device)[None, :]
         pos = pos.clamp(max=self.max_positions - 1)  # only padding can reach past the context; it is masked
-        out = self.model(input_ids=tokens, attention_mask=mask, position_ids=pos, cache=c, use_cache=True)
-        return torch.log_softmax(out.logits.float(), dim=-1), out.cache, mask
+        out, c = self._forward(c, input_ids=tokens, attention_mask=mask, position_ids=pos)
+        return torch.log_softmax(out.logits.float(), dim=-1), c, mask
 
     def _domain(self, logp_all: torch.Tensor) -> torch.Tensor:
         """Probabilities restricted to domain-token columns."""
@@ -524,9 +266,7 @@ class HFModel(SequenceModel):
             cache.batch_select_indices(parents)
             mask, pos = mask[parents], pos[parents] + 1
             mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=self.device)], dim=1)
-            o = self.model(input_ids=feed[:, None], attention_mask=mask, position_ids=pos[:, None], cache=cache,
-                           use_cache=True)
-            cache = o.cache
+            o, cache = self._forward(cache, input_ids=feed[:, None], attention_mask=mask, position_ids=pos[:, None])
             levels.append(self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1)))
             index.append({key: n for n, key in enumerate(want)})
             depth += 1
@@ -638,9 +378,7 @@ class HFModel(SequenceModel):
                 mask, pos = mask[rows], pos[rows] + 1
                 inp = (torch.cat([feed, feed]) if check else feed) + self.vocab.offset
                 mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=dev)], dim=1)
-                o = self.model(input_ids=inp[:, None], attention_mask=mask, position_ids=pos[:, None], cache=cache,
-                               use_cache=True)
-                cache = o.cache
+                o, cache = self._forward(cache, input_ids=inp[:, None], attention_mask=mask, position_ids=pos[:, None])
                 probs = self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1))
             toks_np, rej_np = toks.cpu().numpy(), rejected_at.cpu().numpy()
             r = 0

@@ -1,0 +1,18 @@
+"""Sequence models over domain tokens, and their adapters.
+
+* :mod:`.base` — :class:`SequenceModel`, the interface every metric talks to, and
+  :class:`Scored`;
+* :mod:`.true` — :class:`TrueWorldModel`, the world itself (uniform over valid tokens);
+* :mod:`.vocab` — :class:`Vocabulary`, domain tokens <-> model ids (``vocab.json``);
+* :mod:`.hf` — :class:`HFModel`, any Hugging Face causal LM with a saved vocabulary.
+"""
+
+from .base import Prefix, Scored, SequenceModel, inverse_cdf
+from .hf import HFModel, gpt2_config, quiet_transformers
+from .true import TrueWorldModel
+from .vocab import Vocabulary
+
+__all__ = [
+    "HFModel", "Prefix", "Scored", "SequenceModel", "TrueWorldModel", "Vocabulary",
+    "gpt2_config", "inverse_cdf", "quiet_transformers",
+]

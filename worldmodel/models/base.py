@@ -1,0 +1,151 @@
+"""The model interface every metric talks to: :class:`SequenceModel`.
+
+Its batched primitives are all the paper's tests need:
+
+* :meth:`~SequenceModel.next_token_probs` — ``m(· | s)`` for many prefixes;
+* :meth:`~SequenceModel.score` — for each of several prefixes and each of many
+  suffixes after it, the probability of every suffix token and whether the
+  acceptance rule allows it (``x ∈ L^m(s)`` is "every token allowed");
+* :meth:`~SequenceModel.sample` — continuations drawn token by token from the model
+  restricted to allowed tokens (the paper samples only tokens above ε);
+* :meth:`~SequenceModel.sample_contrast` — sampling after one prefix while checking
+  every sampled token after another: what compression and distinction precision ask.
+
+Sampling is driven by uniforms the caller supplies (inverse-CDF sampling), so a
+trial's samples depend only on that trial's seed, never on how trials were batched.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..acceptance import AcceptanceRule
+from ..dfa import Token
+from ..errors import WorldModelError
+
+Prefix = Sequence[Token]
+
+
+@dataclass
+class Scored:
+    """One suffix scored after one prefix.
+
+    ``probs[j]`` is ``m(x_j | s x_1..x_{j-1})``; ``accepted[j]`` whether the acceptance
+    rule allows that token there.
+    """
+
+    probs: np.ndarray
+    accepted: np.ndarray
+
+    def all_accepted(self) -> bool:
+        return bool(self.accepted.all())
+
+    def first_rejected(self) -> int | None:
+        bad = np.flatnonzero(~self.accepted)
+        return int(bad[0]) if len(bad) else None
+
+
+class SequenceModel(ABC):
+    """A generative model ``m: Σ* → Δ(Σ)`` over a world's tokens (batched)."""
+
+    #: Domain tokens, the columns of every distribution this model returns.
+    tokens: tuple[Token, ...] = ()
+    name: str = "model"
+
+    @abstractmethod
+    def next_token_probs(self, prefixes: Sequence[Prefix]) -> np.ndarray:
+        """``m(· | s)`` for each prefix: float array ``(len(prefixes), len(tokens))``."""
+
+    @abstractmethod
+    def score(
+        self,
+        prefixes: Sequence[Prefix],
+        suffixes: Sequence[Sequence[Sequence[Token]]],
+        acceptance: AcceptanceRule,
+    ) -> list[list[Scored]]:
+        """Score ``suffixes[i][j]`` after ``prefixes[i]``; returns the same nesting."""
+
+    @abstractmethod
+    def sample(
+        self,
+        prefixes: Sequence[Prefix],
+        uniforms: Sequence[np.ndarray],
+        acceptance: AcceptanceRule,
+        stop_tokens: frozenset[Token] = frozenset(),
+    ) -> list[list[tuple[Token, ...]]]:
+        """Continuations of each prefix; ``uniforms[i]`` is ``(n_samples, max_len)`` in [0, 1).
+
+        At each step the model's distribution is restricted to allowed tokens and
+        renormalised; the token is the inverse CDF at the step's uniform. A
+        continuation ends after ``max_len`` tokens, after a stop token, or where the
+        model allows no token.
+        """
+
+    def sample_contrast(
+        self,
+        prefixes: Sequence[Prefix],
+        check_prefixes: Sequence[Prefix],
+        uniforms: Sequence[np.ndarray],
+        acceptance: AcceptanceRule,
+        stop_tokens: frozenset[Token] = frozenset(),
+        halt_on_reject: bool = False,
+    ) -> list[list[tuple[tuple[Token, ...], int | None]]]:
+        """Sample after ``prefixes[i]`` and check every token after ``check_prefixes[i]``.
+
+        Returns, per sample, ``(tokens, j)``: ``j`` is the index of the first sampled
+        token not allowed after the check prefix (the sample is cut after it: the cut
+        sample is an element of the model's boundary ``MNB^m(s1, s2)``), or ``None``
+        when the whole sample is allowed there. With ``halt_on_reject`` the other
+        samples of a group may be cut short once one is rejected (compression needs
+        only to know whether any is). Same samples as :meth:`sample` with the same
+        uniforms; this default samples, then scores.
+        """
+        samples = self.sample(prefixes, uniforms, acceptance, stop_tokens)
+        scored = self.score(check_prefixes, samples, acceptance)
+        out = []
+        for group, res in zip(samples, scored):
+            row = []
+            for x, sc in zip(group, res):
+                j = sc.first_rejected()
+                row.append((tuple(x[: j + 1]) if j is not None else tuple(x), j))
+            out.append(row)
+        return out
+
+    def prefix_probs(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
+        """``out[i][j] = m(· | sequences[i][:j])`` for ``j = 0..len``: every prefix of every sequence."""
+        flat = [tuple(s[:j]) for s in sequences for j in range(len(s) + 1)]
+        probs = self.next_token_probs(flat)
+        out, r = [], 0
+        for s in sequences:
+            out.append(probs[r:r + len(s) + 1])
+            r += len(s) + 1
+        return out
+
+    def hidden_states(self, sequences: Sequence[Prefix]) -> list[np.ndarray]:
+        """Last-layer states: ``out[i][j]`` is the state after reading ``sequences[i][:j]``."""
+        raise WorldModelError(f"the {self.name} model has no hidden states to probe")
+
+    @property
+    def has_hidden_states(self) -> bool:
+        return False
+
+    def token_index(self) -> dict[Token, int]:
+        idx = getattr(self, "_tok_index", None)
+        if idx is None:
+            idx = {t: i for i, t in enumerate(self.tokens)}
+            self._tok_index = idx
+        return idx
+
+
+def inverse_cdf(probs: np.ndarray, allowed: np.ndarray, u: float) -> int:
+    """Index drawn from ``probs`` restricted to ``allowed`` at uniform ``u``; -1 if none allowed."""
+    w = np.where(allowed, probs, 0.0)
+    total = w.sum()
+    if total <= 0:
+        return -1
+    cdf = np.cumsum(w) / total
+    return int(min(np.searchsorted(cdf, u, side="right"), len(w) - 1))
