@@ -9,6 +9,8 @@ import pytest
 
 from worldmodel.errors import WorldModelError
 from worldmodel.worlds.navigation import graph as G
+
+from datahelp import FIXTURES, needs_full
 from worldmodel.worlds.navigation.graph import (
     DIRECTIONS, StreetMap, bearing_deg, direction_of, from_edge_list, grid_city, haversine_m, load_csv,
     load_street_map, offset_coord,
@@ -226,11 +228,44 @@ def test_bad_inputs():
 
 # -- the shared real data -----------------------------------------------------------------
 
-SHARED = G.shared_data_dir() / "manhattan"
-needs_shared = pytest.mark.skipif(not (SHARED / "world_model_edges.json").exists(),
-                                  reason=f"shared Manhattan data not found at {SHARED} (set WORLDMODEL_SHARED)")
+needs_shared = needs_full("manhattan", "manhattan-paper")
 
 
+@pytest.fixture
+def fixture_shared(monkeypatch):
+    """``shared:`` paths resolve to the committed cut of the paper graph."""
+    monkeypatch.setenv("WORLDMODEL_SHARED", str(FIXTURES))
+    return FIXTURES
+
+
+def test_fixture_paper_graph_counts(fixture_shared):
+    m = load_street_map({"source": "paper"})
+    assert (len(m.nodes), m.n_edges) == (348, 651)
+    assert m.summary()["directions"] == {"N": 5, "S": 15, "E": 4, "W": 3, "NE": 152, "NW": 167, "SE": 153, "SW": 152}
+    assert not m.estimated_coords and all(n in m.coords for n in m.nodes)
+    for variant in ("random", "traffic"):
+        v = load_street_map({"source": "paper", "variant": variant})
+        assert (len(v.nodes), v.n_edges) == (348, 652)
+    with pytest.raises(WorldModelError, match="unknown variant"):
+        load_street_map({"source": "paper", "variant": "nope"})
+    checked = agree = 0
+    for (u, d), v in m.edges.items():
+        if u != v:
+            checked += 1
+            agree += direction_of(bearing_deg(m.coords[u], m.coords[v])) == d
+    assert checked == 651 and agree / checked > 0.99
+
+
+def test_fixture_csv_region(fixture_shared):
+    cfg = {"source": "csv", "nodes": "shared:manhattan/nodes.csv", "edges": "shared:manhattan/edges.csv",
+           "center": [40.758, -73.985], "radius_m": 600}
+    m = load_street_map(cfg)
+    assert 20 < len(m.nodes) < 200
+    assert len(m.strongly_connected_components()) == 1
+    assert all(k[1] in DIRECTIONS for k in m.edges)
+
+
+@pytest.mark.slow
 @needs_shared
 def test_paper_graph_exact_counts():
     m = load_street_map({"source": "paper"})
@@ -248,6 +283,7 @@ def test_paper_graph_exact_counts():
         load_street_map({"source": "paper", "variant": "nope"})
 
 
+@pytest.mark.slow
 @needs_shared
 def test_paper_labels_agree_with_bearings():
     m = load_street_map({"source": "paper"})
@@ -260,6 +296,7 @@ def test_paper_labels_agree_with_bearings():
     assert checked > 9000 and agree / checked > 0.99
 
 
+@pytest.mark.slow
 @needs_shared
 def test_shared_csv_region():
     cfg = {"source": "csv", "nodes": "shared:manhattan/nodes.csv", "edges": "shared:manhattan/edges.csv",

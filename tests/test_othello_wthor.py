@@ -10,8 +10,10 @@ from worldmodel.errors import WorldModelError
 from worldmodel.worlds.othello import wthor
 from worldmodel.worlds.othello.engine import Geometry, random_games, replay
 
+from datahelp import FIXTURES, full_data, needs_full
+
 G8 = Geometry(8)
-SHARED = wthor.default_folder()
+SHARED = full_data("othello") or FIXTURES / "othello"
 
 
 def names(game):
@@ -104,11 +106,20 @@ def test_default_folder_follows_the_environment(monkeypatch, tmp_path):
     assert wthor.default_folder() == tmp_path
     monkeypatch.delenv("WORLDMODEL_OTHELLO_DATA")
     monkeypatch.setenv("WORLDMODEL_SHARED", str(tmp_path))
+    (tmp_path / "othello").mkdir()
     assert wthor.default_folder() == tmp_path / "othello"
 
 
-needs_shared = pytest.mark.skipif(not (SHARED / "WTH.JOU").exists(),
-                                  reason=f"WTHOR data not found at {SHARED} (set WORLDMODEL_OTHELLO_DATA)")
+needs_shared = needs_full("othello", "wthor")
+
+
+def test_fixture_database_replays():
+    """The committed cut (first 300 records of 1990): every game legal and complete."""
+    games, report = wthor.load_games(FIXTURES / "othello", complete_only=False)
+    assert report.records == 300 and report.kept == 300
+    assert not report.failed, report.summary()
+    assert all(g.complete and g.moves[0] == "f5" for g in games)
+    assert (games[0].year, games[0].tournament) == (1990, "Championnat d'URSS")
 
 
 def _stated_games(year: int) -> int:
@@ -117,6 +128,7 @@ def _stated_games(year: int) -> int:
     return int(row.group(1))
 
 
+@pytest.mark.slow
 @needs_shared
 def test_shared_database_early_years_replay():
     years = range(1977, 1986)

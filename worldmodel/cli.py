@@ -1,5 +1,6 @@
 """``worldmodel`` command line.
 
+    worldmodel fetch (DATASET... | --all) [--from DIR]
     worldmodel data TASK [--dataset NAME] [--force]
     worldmodel train TASK --out DIR [--dataset NAME] [--steps N]
     worldmodel evaluate TASK (--checkpoint DIR | --model true|untrained)
@@ -64,6 +65,24 @@ def cmd_train(args) -> int:
     print(f"saved {out} ({summary['n_params']:,} parameters, {summary['steps']} steps, "
           f"final loss {summary['final_loss']:.4f}, val loss {summary['final_val_loss']}, "
           f"{summary['tokens_per_s']:.0f} tokens/s)")
+    return 0
+
+
+def cmd_fetch(args) -> int:
+    from . import datasets
+
+    if args.list or (not args.names and not args.all):
+        for name, where, what in datasets.status():
+            print(f"{name:16s} {where}\n{'':16s} {what}")
+        return 0
+    if args.all and args.names:
+        raise WorldModelError("give data set names or --all, not both")
+    names = list(datasets.DATASETS) if args.all else args.names
+    for name in names:
+        datasets.dataset(name)  # unknown names stop before anything is fetched
+    for name in names:
+        report = datasets.fetch(name, mirror=args.mirror, force=args.force, progress=not args.no_progress)
+        print(report.line())
     return 0
 
 
@@ -205,6 +224,16 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", help="summary JSON; trials are logged beside it and a rerun resumes")
     e.add_argument("--no-progress", action="store_true")
     e.set_defaults(func=cmd_evaluate)
+
+    f = sub.add_parser("fetch", help="download a data set (or copy it from a local mirror) into the cache")
+    f.add_argument("names", nargs="*", metavar="DATASET", help="manhattan-paper, wthor (none: list them)")
+    f.add_argument("--all", action="store_true", help="every data set")
+    f.add_argument("--from", dest="mirror", metavar="DIR",
+                   help="copy from a local mirror laid out like shared/data (e.g. ../shared/data)")
+    f.add_argument("--force", action="store_true", help="fetch again even if the cache holds an intact copy")
+    f.add_argument("--list", action="store_true", help="list the data sets and where each resolves")
+    f.add_argument("--no-progress", action="store_true")
+    f.set_defaults(func=cmd_fetch)
 
     for name in EXTENSIONS:
         try:

@@ -530,7 +530,7 @@ def load_paper_graph(json_path: str | Path, nodes_csv: str | Path | None = None,
     json_path = Path(json_path)
     if not json_path.is_file():
         raise WorldModelError(f"paper graph file {json_path} does not exist "
-                              "(set WORLDMODEL_SHARED to the shared data folder, or edges_json = PATH in [world])")
+                              "(run `worldmodel fetch manhattan-paper`, or give edges_json = PATH in [world])")
     try:
         data = json.loads(json_path.read_text())
         variants = data["variants"]
@@ -632,23 +632,22 @@ def _estimate_missing_coords(nodes: list[str], coords: dict[str, Coord], edges: 
 
 
 def shared_data_dir() -> Path:
-    """``$WORLDMODEL_SHARED`` or the ``shared/data`` folder beside the repository."""
-    env = os.environ.get("WORLDMODEL_SHARED")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[3]
-    return repo.parent / "shared" / "data"
+    """Where ``shared:`` paths resolve (see :func:`worldmodel.datasets.resolve_shared`)."""
+    from worldmodel.datasets import BESIDE, resolve_shared
+
+    try:
+        return resolve_shared("manhattan").parent
+    except WorldModelError:  # not fetched anywhere: the default place, for messages
+        return BESIDE
 
 
 def _path(value: str, base: Path | None) -> Path:
-    """Resolve a path from a task: ``shared:`` means the shared data folder; relative paths
-    are taken from the task file's folder's parent (the repository root) when ``base`` is given."""
-    if value.startswith("shared:"):
-        return shared_data_dir() / value[len("shared:"):].lstrip("/")
-    p = Path(value)
-    if not p.is_absolute() and base is not None and not p.exists():
-        p = base / p
-    return p
+    """Resolve a path from a task: ``shared:`` through the data cache (``worldmodel fetch``);
+    relative paths are taken from the task file's folder's parent (the repository root) when
+    ``base`` is given."""
+    from worldmodel.datasets import resolve_path
+
+    return resolve_path(value, base)
 
 
 SOURCES = ("grid", "osmnx", "graphml", "csv", "paper")

@@ -14,8 +14,8 @@ Task keys read here (see ``tasks/othello-*.toml``)::
     n_train = 20000
 
     [data.championship]            # WTHOR games (8x8 only)
-    folder = "..."                 # optional; else $WORLDMODEL_OTHELLO_DATA, $WORLDMODEL_SHARED/othello,
-                                   # or shared/data/othello beside the repository
+    folder = "..."                 # optional; else $WORLDMODEL_OTHELLO_DATA, else shared:othello
+                                   # ($WORLDMODEL_SHARED, the `worldmodel fetch wthor` cache, ../shared/data)
     years = [1977, 2025]           # inclusive
     include_tournaments = []       # case-insensitive substrings; empty = all
     exclude_tournaments = ["Internet", "XOT"]

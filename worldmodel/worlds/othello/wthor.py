@@ -19,8 +19,10 @@ file and record. Problems of single games that can be classified (an undecodable
 byte, moves after the end marker, an illegal move, an unknown player or tournament
 index) are counted in a :class:`LoadReport` by reason, or raise in ``strict`` mode.
 
-The folder comes from an argument, else ``$WORLDMODEL_OTHELLO_DATA``, else
-``$WORLDMODEL_SHARED/othello``, else ``shared/data/othello`` beside the repository.
+The folder comes from an argument (``shared:othello`` allowed), else
+``$WORLDMODEL_OTHELLO_DATA``, else ``shared:othello``: ``$WORLDMODEL_SHARED/othello``, the
+user cache that ``worldmodel fetch wthor`` fills, or ``shared/data/othello`` beside the
+repository (:func:`worldmodel.datasets.resolve_shared`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ...datasets import resolve_path, resolve_shared
 from ...errors import WorldModelError
 import numpy as np
 
@@ -46,14 +49,12 @@ _GEOM = Geometry(8)
 
 
 def default_folder() -> Path:
-    """Where the WTHOR files are looked for when no folder is given."""
+    """Where the WTHOR files are looked for when no folder is given: ``$WORLDMODEL_OTHELLO_DATA``,
+    else ``shared:othello`` (see :func:`worldmodel.datasets.resolve_shared`; ``worldmodel fetch wthor``)."""
     env = os.environ.get("WORLDMODEL_OTHELLO_DATA")
     if env:
         return Path(env)
-    shared = os.environ.get("WORLDMODEL_SHARED")
-    if shared:
-        return Path(shared) / "othello"
-    return Path(__file__).resolve().parents[3].parent / "shared" / "data" / "othello"
+    return resolve_shared("othello")
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,7 @@ def load_games(
     names). ``complete_only`` keeps games played to the end (neither side can move).
     Returns the games in file order and a :class:`LoadReport`.
     """
-    folder = Path(folder) if folder is not None else default_folder()
+    folder = resolve_path(folder) if folder is not None else default_folder()
     if not folder.is_dir():
         raise WorldModelError(
             f"WTHOR data folder {folder} does not exist (give a folder or set WORLDMODEL_OTHELLO_DATA)"
