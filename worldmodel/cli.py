@@ -58,8 +58,11 @@ def cmd_train(args) -> int:
     from .tasks import load_task
     from .train import train
 
+    from .results import check_writable
+
     task = load_task(args.task)
     out = Path(args.out)
+    check_writable(out, "--out", folder=True)
     summary = train(task, out, dataset=args.dataset, steps=args.steps, data_dir=args.data_dir,
                     seed=args.seed, progress=not args.no_progress)
     print(f"saved {out} ({summary['n_params']:,} parameters, {summary['steps']} steps, "
@@ -128,6 +131,10 @@ def evaluate(task, model, metrics, settings, out: Path | None, dataset: str | No
     domain = task.domain
     world = domain.world
     dataset = dataset or domain.datasets()[0]
+    if out is not None:
+        from .results import check_writable
+
+        check_writable(out, "--out")
     results = {}
     base_settings = {"task": task.name, "model": getattr(model, "source", model.name), **settings.to_dict()}
 
@@ -183,8 +190,16 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors become :class:`WorldModelError`: one line ``worldmodel: error: …``, exit 2."""
+
+    def error(self, message):
+        command = self.prog.removeprefix("worldmodel").strip()
+        raise WorldModelError(f"{command + ': ' if command else ''}{message} (see `{self.prog} -h`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="worldmodel", description="Does a sequence model recover the world it was trained on?")
+    p = _Parser(prog="worldmodel", description="Does a sequence model recover the world it was trained on?")
     p.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = p.add_subparsers(dest="command", required=True)
 

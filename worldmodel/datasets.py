@@ -504,6 +504,8 @@ def fetch(name: str | DataSet, mirror: str | Path | None = None, force: bool = F
     the cache entry is then left as it was.
     """
     ds = dataset(name) if isinstance(name, str) else name
+    if mirror is not None and not Path(mirror).is_dir():
+        raise FetchError(f"mirror folder {mirror} does not exist")
     data_dir = cache_data_dir()
     final = data_dir / ds.folder
     if not force and (final / MANIFEST).is_file() and _verify_installed(final):

@@ -79,6 +79,25 @@ class Settings:
     probe_lr: float = 0.01
     probe_batch: int = 2048
 
+    def __post_init__(self):
+        def whole(name, low, value):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise WorldModelError(f"evaluate setting {name} must be a whole number >= {low}, got {value!r}")
+
+        for name in ("M", "k", "trials", "max_sample_len", "batch_trials", "probe_sequences", "probe_epochs",
+                     "probe_batch"):
+            whole(name, 1, getattr(self, name))
+        whole("seed", 0, self.seed)
+        for name in ("boundary_len", "max_boundary"):
+            if getattr(self, name) is not None:
+                whole(name, 1, getattr(self, name))
+        if not (isinstance(self.probe_lr, (int, float)) and self.probe_lr > 0):
+            raise WorldModelError(f"evaluate setting probe_lr must be a positive number, got {self.probe_lr!r}")
+        if self.boundary not in ("exact", "sampled"):
+            raise WorldModelError(f"evaluate setting boundary must be 'exact' or 'sampled', got {self.boundary!r}")
+        if not isinstance(self.acceptance, AcceptanceRule):
+            self.acceptance = parse_acceptance(self.acceptance)
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["acceptance"] = self.acceptance.spec()

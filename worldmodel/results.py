@@ -222,6 +222,33 @@ def markdown_table(rows: dict[str, dict[str, MetricResult | dict]], columns=None
     return "\n".join(lines)
 
 
+def check_writable(path: str | Path, what: str = "--out", folder: bool = False) -> None:
+    """Stop with one line if ``path`` (a file, or a folder when ``folder``) cannot be written.
+
+    Called before any work, so a bad ``--out`` fails at once and leaves nothing behind: it
+    creates no folder, only a probe file in the nearest existing folder, removed at once.
+    """
+    import os
+    import tempfile
+
+    path = Path(path)
+    if path.is_dir() and not folder:
+        raise WorldModelError(f"cannot write {what} {path}: it is a folder (give a file name)")
+    if path.exists() and folder and not path.is_dir():
+        raise WorldModelError(f"cannot write {what} {path}: it is a file, not a folder")
+    near = path.parent
+    while not near.exists() and near != near.parent:
+        near = near.parent
+    if not near.is_dir():
+        raise WorldModelError(f"cannot write {what} {path}: {near} is not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".worldmodel-probe-", dir=near)
+    except OSError as exc:
+        raise WorldModelError(f"cannot write {what} {path}: {near} is not writable ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def write_json_atomic(path: str | Path, data: Any) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -110,8 +110,15 @@ def read_sequences(path: Path, world: World | None = None, check: bool = True) -
     """
     if not path.exists():
         raise WorldModelError(f"sequence file {path} does not exist (run `worldmodel data TASK` first?)")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorldModelError(f"sequence file {path} is not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
+    if "\x00" in text:
+        raise WorldModelError(f"sequence file {path} is not a text file (it holds NUL bytes)")
     out = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         toks = line.split()
         if not toks:
             continue
