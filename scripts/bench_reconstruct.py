@@ -27,9 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worldmodel.errors import WorldModelError  # noqa: E402
-from worldmodel.worlds.navigation.reconstruct import (  # noqa: E402
-    DIRECTIONS, MILE_M, corrupt, great_circle_m, reconstruct,
-)
+from worldmodel.worlds.navigation.geometry import DIRECTIONS, MILE_M, haversine_m  # noqa: E402
+from worldmodel.worlds.navigation.reconstruct import corrupt, reconstruct  # noqa: E402
 
 
 def hops_to(street_map, dest: str) -> dict[str, int]:
@@ -124,7 +123,7 @@ def naive_reconstruct(sequences, street_map, max_degree: int = 4, max_distance_m
                 for v in nodes:  # linear scan of every node
                     if v == cur or v not in street_map.coords:
                         continue
-                    dist = round(great_circle_m(street_map.coords[cur], street_map.coords[v]) * 1000) / 1000  # mm, as the library
+                    dist = round(haversine_m(street_map.coords[cur], street_map.coords[v]) * 1000) / 1000  # mm, as the library
                     if dist <= max_distance_m:
                         cands.append((dist, order[v], v))
             cands.sort()

@@ -39,7 +39,6 @@ import json
 import shlex
 import sys
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,50 +77,16 @@ class Row:
 # ---------------------------------------------------------------------------
 
 
-def _settings_of(task_config: dict) -> dict:
-    """The parts of a task that decide a checkpoint: world, data, model, train (steps apart)."""
-    train = {k: v for k, v in task_config.get("train", {}).items() if k != "steps"}
-    return {"world": task_config.get("world", {}), "data": task_config.get("data", {}),
-            "model": task_config.get("model", {}), "train": train, "seed": task_config.get("seed", 0)}
-
-
-def checkpoint_matches(folder: Path, task, dataset: str, steps: int) -> str | None:
-    """``None`` when ``folder`` is a finished checkpoint of ``task``/``dataset`` with ``steps``; else why not."""
-    info_path, toml_path = folder / "training.json", folder / "task.toml"
-    if not info_path.exists() or not toml_path.exists():
-        return "no finished checkpoint"
-    try:
-        info = json.loads(info_path.read_text())
-        saved = tomllib.loads(toml_path.read_text())
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        return f"unreadable training record ({exc})"
-    if info.get("task") != task.name or info.get("dataset") != dataset:
-        return f"trained for {info.get('task')}/{info.get('dataset')}"
-    if int(info.get("steps", -1)) != int(steps):
-        return f"trained for {info.get('steps')} steps, want {steps}"
-    if _settings_of(saved) != _settings_of(task.config):
-        return "task settings changed since it was trained"
-    return None
-
-
 def ensure_checkpoint(task, dataset: str, runs: Path, steps: int | None, skip_train: bool,
                       progress: bool) -> tuple[Path, dict]:
-    from worldmodel.train import train
+    """``<runs>/<dataset>``: reused when it matches the task, else trained (``--skip-train``: refused)."""
+    from worldmodel.checkpoints import reuse_or_train
 
-    want = int(steps if steps is not None else task.section("train").get("steps", 1000))
-    folder = runs / dataset
-    why = checkpoint_matches(folder, task, dataset, want)
-    if why is None:
-        info = json.loads((folder / "training.json").read_text())
-        print(f"reusing {folder} ({info['steps']} steps, trained in {info['seconds']:.0f} s)")
-        return folder, info
-    if skip_train:
-        raise WorldModelError(f"--skip-train: {folder} cannot be reused ({why})")
-    print(f"training {task.name}/{dataset} into {folder} ({why})")
-    info = train(task, folder, dataset=dataset, steps=want, data_dir=runs / "data", progress=progress)
-    print(f"  {info['n_params']:,} parameters, {info['steps']} steps in {info['seconds']:.0f} s, "
-          f"val loss {info['final_val_loss']}")
-    return folder, info
+    try:
+        return reuse_or_train(task, dataset, runs / dataset, steps, data_dir=runs / "data", train=not skip_train,
+                              progress=progress)
+    except WorldModelError as exc:
+        raise WorldModelError(f"--skip-train: {exc}" if skip_train else str(exc)) from None
 
 
 # ---------------------------------------------------------------------------
@@ -130,7 +95,7 @@ def ensure_checkpoint(task, dataset: str, runs: Path, steps: int | None, skip_tr
 
 
 def build(task, row: Row, seed: int):
-    from worldmodel.cli import build_model
+    from worldmodel.evaluator import build_model
 
     checkpoint = row.checkpoint if row.kind == "checkpoint" else None
     model = build_model(task, checkpoint, None if checkpoint else row.kind, seed=seed)
@@ -139,18 +104,16 @@ def build(task, row: Row, seed: int):
 
 
 def table1(task, rows: list[Row], settings, runs: Path, progress: bool) -> dict:
-    from worldmodel.cli import evaluate
+    from worldmodel.evaluator import evaluate
 
     out = {}
     for row in rows:
         t0 = time.time()
         model = build(task, row, settings.seed)
         metrics = ["next-token", "compression", "distinction"] + (["probe"] if row.kind != "true" else [])
-        extra = argparse.Namespace(dataset=row.dataset, data_dir=str(runs / "data"), no_progress=not progress,
-                                   checkpoint=str(row.checkpoint) if row.checkpoint else None)
         slug = row.label.lower().replace(" ", "-")
         summary = evaluate(task, model, metrics, settings, runs / "eval" / f"{slug}.json", dataset=row.dataset,
-                           data_dir=runs / "data", progress=progress, extra_args=extra)
+                           data_dir=runs / "data", progress=progress)
         summary["seconds_this_run"] = time.time() - t0  # resumed trials cost nothing
         out[row.label] = summary
         print(f"evaluated {row.label} in {summary['seconds_this_run']:.0f} s")
@@ -218,15 +181,15 @@ def plot_metrics(path: Path, task_name: str, results: dict) -> None:
 
 
 def detour_pairs(task, runs: Path, n: int, seed: int) -> list[tuple[str, str]]:
-    from worldmodel.worlds.navigation.cli import _od_pairs
+    from worldmodel.worlds.navigation.navigator import od_pairs
 
-    return _od_pairs(task, "shortest-paths", n, seed, runs / "data", task.domain.max_tokens())
+    return od_pairs(task.domain, "shortest-paths", n, seed, runs / "data", task.domain.max_tokens())
 
 
 def table2(task, models: dict[str, object], pairs, ps, runs: Path, seed: int, progress: bool) -> dict:
     """``{label: [result dicts]}``; each (model, kind) is cached in ``<runs>/detours`` and reused."""
     from worldmodel.detours import run_detours, write_results
-    from worldmodel.worlds.navigation.cli import reachable_within
+    from worldmodel.worlds.navigation.navigator import reachable_within
 
     world = task.world
     max_len = task.domain.max_tokens()
@@ -341,10 +304,10 @@ def reconstructions(task, checkpoints: dict[str, Path], runs: Path, n_seq: int, 
     """Reconstruct from true, corrupted and model sequences; draw each map; return stats per source."""
     import numpy as np
 
-    from worldmodel.models import HFModel
-    from worldmodel.worlds.navigation.cli import _od_pairs, decode_unchecked
+    from worldmodel.checkpoints import load
     from worldmodel.worlds.navigation.draw import draw_reconstruction
-    from worldmodel.worlds.navigation.reconstruct import MILE_M, Reconstructor, corrupt, is_valid_traversal
+    from worldmodel.worlds.navigation.navigator import decode_unchecked, od_pairs
+    from worldmodel.worlds.navigation.reconstruct import MILE_M, Reconstructor, corrupt
 
     domain = task.domain
     m = task.world.map
@@ -357,7 +320,7 @@ def reconstructions(task, checkpoints: dict[str, Path], runs: Path, n_seq: int, 
     sources["true"] = ("True sequences", true_seqs, {"origin": f"{len(true_seqs)} shortest-paths test sequences"})
 
     decoded: dict[str, list[list[str]]] = {}
-    pairs = _od_pairs(task, "shortest-paths", n_seq, seed, runs / "data", max_tokens)
+    pairs = od_pairs(domain, "shortest-paths", n_seq, seed, runs / "data", max_tokens)
     for ds, ck in checkpoints.items():
         cache = runs / "reconstruct" / f"decoded-{ds}.json"
         meta = {"checkpoint": str(ck), "pairs": [list(p) for p in pairs], "max_tokens": max_tokens,
@@ -365,13 +328,12 @@ def reconstructions(task, checkpoints: dict[str, Path], runs: Path, n_seq: int, 
         if cache.exists() and json.loads(cache.read_text()).get("meta") == meta:
             decoded[ds] = json.loads(cache.read_text())["sequences"]
         else:
-            model = HFModel.from_pretrained(ck, task.world)
+            model = load(ck, task.world)
             decoded[ds] = decode_unchecked(model, pairs, max_tokens, progress=progress)
             cache.parent.mkdir(parents=True, exist_ok=True)
             cache.write_text(json.dumps({"meta": meta, "sequences": decoded[ds]}))
 
-    node_set = set(m.nodes)
-    invalid_rate = {ds: 1 - sum(is_valid_traversal(s, m, node_set) for s in seqs) / len(seqs)
+    invalid_rate = {ds: 1 - sum(task.world.is_traversal(s) for s in seqs) / len(seqs)
                     for ds, seqs in decoded.items()}
     if corrupt_rate is None:
         if "shortest-paths" not in invalid_rate:
@@ -499,10 +461,10 @@ def main(argv=None) -> int:
 
 
 def run(args, argv) -> int:
-    from worldmodel.cli import evaluation_settings
     from worldmodel.detours import parse_ps
+    from worldmodel.evaluator import settings_for
     from worldmodel.tasks import load_task
-    from worldmodel.worlds.navigation.cli import ShortestRouteModel
+    from worldmodel.worlds.navigation.navigator import ShortestRouteModel
 
     task = load_task(args.task)
     if task.config.get("domain") != "navigation":
@@ -533,9 +495,8 @@ def run(args, argv) -> int:
         checkpoints[ds], training[ds] = ensure_checkpoint(task, ds, runs, args.steps, args.skip_train, progress)
 
     # 3. Table 1
-    ns = argparse.Namespace(trials=args.trials, M=args.M, k=None, seed=None, probe_sequences=args.probe_sequences,
-                            probe_epochs=args.probe_epochs, acceptance=None, epsilon=None)
-    settings = evaluation_settings(task, ns)
+    settings = settings_for(task, trials=args.trials, M=args.M, probe_sequences=args.probe_sequences,
+                            probe_epochs=args.probe_epochs)
     rows = [Row("Untrained", "untrained", "shortest-paths")]
     rows += [Row(DATASET_LABELS[ds], "checkpoint", ds, checkpoints[ds]) for ds in DATASETS]
     rows.append(Row("True world model", "true", "shortest-paths"))
@@ -547,10 +508,10 @@ def run(args, argv) -> int:
     print((results / "table1.md").read_text())
 
     # 4. Table 2
-    from worldmodel.models import HFModel
+    from worldmodel.checkpoints import load
 
     pairs = detour_pairs(task, runs, args.detour_trials, args.seed)
-    models = {DATASET_LABELS[ds]: (lambda ck=ck: HFModel.from_pretrained(ck, task.world))
+    models = {DATASET_LABELS[ds]: (lambda ck=ck: load(ck, task.world))
               for ds, ck in checkpoints.items()}
     models["Shortest-route navigator"] = lambda: ShortestRouteModel(task.world)
     t2 = table2(task, models, pairs, ps, runs, args.seed, progress)

@@ -76,24 +76,17 @@ def data_dir(runs: Path, task) -> Path:
     return runs_dir(runs, task) / "data"
 
 
-def ensure_checkpoint(task, dataset: str, runs: Path, steps: int | None = None) -> tuple[Path, dict]:
-    """Train ``task`` on ``dataset`` unless ``<runs>/<task>/checkpoint-<dataset>`` is complete."""
-    from worldmodel.train import train
+def ensure_checkpoint(task, dataset: str, runs: Path, steps: int | None = None,
+                      progress: bool = True) -> tuple[Path, dict]:
+    """``<runs>/<task>/checkpoint-<dataset>``: reused when it matches the task and steps, else trained."""
+    from worldmodel.checkpoints import reuse_or_train
 
-    ck = runs_dir(runs, task) / f"checkpoint-{dataset}"
-    info_path = ck / "training.json"
-    if not info_path.exists():
-        print(f"training {task.name} on {dataset} -> {ck}")
-        train(task, ck, dataset=dataset, steps=steps, data_dir=data_dir(runs, task))
-    info = json.loads(info_path.read_text())
-    if steps is not None and info.get("steps") != steps:
-        raise WorldModelError(f"{ck} was trained for {info.get('steps')} steps, not --steps {steps}; "
-                              f"delete it or drop --steps")
-    return ck, info
+    return reuse_or_train(task, dataset, runs_dir(runs, task) / f"checkpoint-{dataset}", steps,
+                          data_dir=data_dir(runs, task), progress=progress)
 
 
 def build(row: Row, base_task, seed: int):
-    from worldmodel.cli import build_model
+    from worldmodel.evaluator import build_model
 
     checkpoint = row.checkpoint if row.kind == "checkpoint" else None
     model = build_model(base_task, checkpoint, None if checkpoint else row.kind, seed=seed)
@@ -103,7 +96,7 @@ def build(row: Row, base_task, seed: int):
 
 def table3(rows: list[Row], base_task, settings, runs: Path, progress: bool = True) -> dict[str, dict]:
     """Metric summaries per row: ``{label: {metric: MetricResult dict}}`` plus where each came from."""
-    from worldmodel.cli import evaluate
+    from worldmodel.evaluator import evaluate
 
     eval_dir = runs_dir(runs, base_task) / "eval"
     out = {}
@@ -133,7 +126,7 @@ def short_continuations(rows: list[Row], base_task, settings, runs: Path, length
     """
     from dataclasses import replace
 
-    from worldmodel.cli import evaluate
+    from worldmodel.evaluator import evaluate
 
     short = replace(settings, max_sample_len=length, boundary_len=length)
     eval_dir = runs_dir(runs, base_task) / "eval"
@@ -149,7 +142,7 @@ def short_continuations(rows: list[Row], base_task, settings, runs: Path, length
 
 def cross_next_token(rows: list[Row], base_task, settings, runs: Path, datasets: dict, progress: bool = True) -> dict:
     """Next-token test of each row on every dataset's held-out games (a side table)."""
-    from worldmodel.cli import evaluate
+    from worldmodel.evaluator import evaluate
 
     eval_dir = runs_dir(runs, base_task) / "eval"
     out = {}
@@ -168,7 +161,7 @@ def table4(rows: list[Row], base_task, runs: Path, trials: int, opening_moves: i
            ps=PS, kinds=KINDS, progress: bool = True) -> dict[str, list[dict]]:
     """Detour results per row: ``{label: [DetourResult dict, ...]}`` (reused when already run)."""
     from worldmodel.detours import run_detours, write_results
-    from worldmodel.worlds.othello.cli import GameOverModel, GameOverWorld, openings
+    from worldmodel.worlds.othello.play import GameOverModel, GameOverWorld, openings
 
     world = base_task.world
     out = {}
@@ -392,7 +385,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
 
-    from worldmodel.cli import evaluation_settings
+    from worldmodel.evaluator import settings_for
     from worldmodel.tasks import load_task
 
     t0 = time.time()
@@ -404,12 +397,11 @@ def main(argv=None) -> int:
         raise WorldModelError(f"tasks {syn_task.name} and {ch_task.name} have different boards")
     runs = Path(args.runs)
     progress = not args.no_progress
-    ns = argparse.Namespace(trials=args.trials, M=args.M, k=None, seed=args.seed, probe_sequences=args.probe_sequences,
-                            probe_epochs=args.probe_epochs, acceptance=None, epsilon=None)
-    settings = evaluation_settings(syn_task, ns)
+    settings = settings_for(syn_task, trials=args.trials, M=args.M, seed=args.seed,
+                            probe_sequences=args.probe_sequences, probe_epochs=args.probe_epochs)
 
-    syn_ck, syn_info = ensure_checkpoint(syn_task, "synthetic", runs, args.steps)
-    ch_ck, ch_info = ensure_checkpoint(ch_task, args.championship_dataset, runs, args.steps)
+    syn_ck, syn_info = ensure_checkpoint(syn_task, "synthetic", runs, args.steps, progress)
+    ch_ck, ch_info = ensure_checkpoint(ch_task, args.championship_dataset, runs, args.steps, progress)
     rows = [
         Row("untrained", "untrained", syn_task, "synthetic"),
         Row("synthetic", "checkpoint", syn_task, "synthetic", syn_ck),

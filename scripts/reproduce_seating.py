@@ -65,19 +65,16 @@ def chat_rows(args, work: Path) -> dict:
 
 
 def likelihood_rows(args, work: Path) -> dict:
-    from worldmodel.cli import build_model, evaluate
-    from worldmodel.metrics import ALL_METRICS, Settings
+    from worldmodel.checkpoints import reuse_or_train
+    from worldmodel.evaluator import build_model, evaluate, settings_for
+    from worldmodel.metrics import ALL_METRICS
     from worldmodel.results import MetricResult
     from worldmodel.tasks import load_task
-    from worldmodel.train import train
 
     task = load_task(args.task)
     data_dir = work / "data"
-    ck = work / f"gpt2-{task.name}"
-    if not (ck / "config.json").exists():
-        train(task, ck, data_dir=data_dir, progress=True)
-    training = json.loads((ck / "training.json").read_text()) if (ck / "training.json").exists() else {}
-    settings = Settings.from_dict(task.section("evaluate"))
+    ck, training = reuse_or_train(task, task.domain.datasets()[0], work / f"gpt2-{task.name}", data_dir=data_dir)
+    settings = settings_for(task)
     rows, info = {}, {"training": {k: training.get(k) for k in ("steps", "n_params", "final_loss", "final_val_loss")}}
     for label, kind in (("true world model", "true"), ("untrained GPT-2", "untrained"),
                         (f"trained GPT-2 ({task.name})", "checkpoint")):

@@ -14,11 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from worldmodel.cli import build_model, evaluate, evaluation_settings
-from worldmodel.models import HFModel
+from worldmodel.checkpoints import reuse_or_train
+from worldmodel.evaluator import build_model, evaluate, settings_for
 from worldmodel.results import MetricResult, markdown_table
 from worldmodel.tasks import load_task
-from worldmodel.train import train
 
 
 def main(argv=None):
@@ -33,16 +32,11 @@ def main(argv=None):
     task = load_task(args.task)
     runs = Path(args.runs) / task.name
     out = Path(args.out or f"results/{task.name}")
-    ck = runs / "checkpoint"
-    if not (ck / "training.json").exists():
-        info = train(task, ck, steps=args.steps, data_dir=runs / "data")
-        print(f"trained {info['n_params']:,} parameters for {info['steps']} steps in {info['seconds']:.0f} s")
-    ns = argparse.Namespace(trials=args.trials, M=None, k=None, seed=None, probe_sequences=None, probe_epochs=None,
-                            acceptance=None, epsilon=None)
-    settings = evaluation_settings(task, ns)
+    ck, _ = reuse_or_train(task, task.domain.datasets()[0], runs / "checkpoint", args.steps, data_dir=runs / "data")
+    settings = settings_for(task, trials=args.trials)
     rows, raw = {}, {}
     for label, kind in (("untrained", "untrained"), ("trained", "checkpoint"), ("true world model", "true")):
-        model = HFModel.from_pretrained(ck, task.world) if kind == "checkpoint" else build_model(task, None, kind)
+        model = build_model(task, ck) if kind == "checkpoint" else build_model(task, None, kind)
         model.source = label
         summary = evaluate(task, model, ["next-token", "probe", "compression", "distinction"], settings,
                            runs / "eval" / f"{kind}.json", data_dir=runs / "data")

@@ -192,7 +192,7 @@ def _nav_world():
 
 @pytest.mark.parametrize("kind", ["random", "adversarial"])
 def test_true_navigator_reaches_the_destination_in_every_trial(kind):
-    from worldmodel.worlds.navigation.cli import ShortestRouteModel, reachable_within
+    from worldmodel.worlds.navigation.navigator import ShortestRouteModel, reachable_within
 
     world = _nav_world()
     rng = np.random.default_rng(0)

@@ -11,10 +11,8 @@ from worldmodel.errors import WorldModelError
 from worldmodel.worlds.navigation import graph as G
 
 from datahelp import FIXTURES, needs_full
-from worldmodel.worlds.navigation.graph import (
-    DIRECTIONS, StreetMap, bearing_deg, direction_of, from_edge_list, grid_city, haversine_m, load_csv,
-    load_street_map, offset_coord,
-)
+from worldmodel.worlds.navigation.geometry import DIRECTIONS, bearing_deg, direction_of, haversine_m, offset_coord
+from worldmodel.worlds.navigation.graph import StreetMap, from_edge_list, grid_city, load_csv, load_street_map
 
 CENTRE = (40.75, -73.99)
 

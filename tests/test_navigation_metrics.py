@@ -47,5 +47,5 @@ def test_untrained_model_scores_below(task):
     # its top-1 token is often illegal (a node token where a direction belongs).
     assert dist["distinction_recall"].mean < 0.3
     assert nt.mean < 0.9
-    caps = domain.extra_metrics(model, None)
+    caps = domain.extra_metrics(model)
     assert caps["valid_traversal"].mean < 0.2

@@ -11,7 +11,7 @@ from worldmodel.errors import TrialSkipped, WorldModelError
 from worldmodel.models import TrueWorldModel
 from worldmodel.tasks import load_task
 from worldmodel.worlds.navigation.data import Generator, split_of
-from worldmodel.worlds.navigation.domain import capabilities, greedy_traversals
+from worldmodel.worlds.navigation.navigator import capabilities, greedy_traversals
 from worldmodel.worlds.navigation.graph import StreetMap, grid_city
 from worldmodel.worlds.navigation.sampler import NavigationSampler
 from worldmodel.worlds.navigation.world import END, START, NavigationWorld, Origin
@@ -219,7 +219,7 @@ def test_grid_cities_generate_valid_shortest_routes(avenues, streets, two_way_ev
     g = w.map.to_networkx()
     gen = Generator(w, seed=seed, max_tokens=60)
     # at most one edge per direction per node, every edge labelled by its bearing sector
-    from worldmodel.worlds.navigation.graph import bearing_deg, direction_of
+    from worldmodel.worlds.navigation.geometry import bearing_deg, direction_of
     for (u, d), v in w.map.edges.items():
         assert direction_of(bearing_deg(w.map.coords[u], w.map.coords[v])) == d
     sp = gen.shortest_paths({"train": 10, "val": 0, "test": 0})

@@ -11,7 +11,7 @@ from worldmodel.cli import main
 from worldmodel.detours import run_detours
 from worldmodel.dfa import REJECT, run
 from worldmodel.models import TrueWorldModel
-from worldmodel.worlds.othello.cli import END, GameOverModel, GameOverWorld, openings
+from worldmodel.worlds.othello.play import END, GameOverModel, GameOverWorld, openings
 from worldmodel.worlds.othello.engine import random_games
 from worldmodel.worlds.othello.world import OthelloWorld
 

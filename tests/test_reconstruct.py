@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from worldmodel.errors import WorldModelError
-from worldmodel.worlds.navigation.reconstruct import (
-    DIRECTIONS, MILE_M, corrupt, great_circle_m, is_valid_traversal, reconstruct,
-)
+from worldmodel.worlds.navigation.geometry import DIRECTIONS, MILE_M, haversine_m
+from worldmodel.worlds.navigation.reconstruct import corrupt, is_valid_traversal, reconstruct
 
 REPO = Path(__file__).resolve().parents[1]
 LAT0, LON0 = 40.75, -73.98
@@ -25,7 +24,7 @@ def at(north_m: float, east_m: float) -> tuple[float, float]:
 
 def make_map(coords: dict[str, tuple[float, float]], edges: dict[tuple[str, str], str]):
     """A StreetMap-like object with the attributes reconstruction reads."""
-    lengths = {k: great_circle_m(coords[k[0]], coords[v]) for k, v in edges.items()}
+    lengths = {k: haversine_m(coords[k[0]], coords[v]) for k, v in edges.items()}
     return SimpleNamespace(nodes=list(coords), coords=dict(coords), edges=dict(edges), lengths=lengths)
 
 
@@ -110,7 +109,7 @@ def test_added_edges_respect_limits_and_make_used_sequences_valid(max_degree, ma
         assert (e.u, e.direction) not in graph, "a second edge in one direction"
         graph[(e.u, e.direction)] = e.v
         assert e.u != e.v
-        assert great_circle_m(m.coords[e.u], m.coords[e.v]) <= max_miles * MILE_M + 1e-3
+        assert haversine_m(m.coords[e.u], m.coords[e.v]) <= max_miles * MILE_M + 1e-3
         assert r.status[e.sequence] == "used"
     degree = {}
     for (u, _) in graph:

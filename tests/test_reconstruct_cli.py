@@ -11,6 +11,7 @@ from worldmodel.errors import WorldModelError
 
 pytest.importorskip("worldmodel.worlds.navigation.domain")
 from worldmodel.worlds.navigation import cli as nav_cli  # noqa: E402
+from worldmodel.worlds.navigation.navigator import decode_unchecked  # noqa: E402
 
 TASK = "nav-grid-tiny"
 
@@ -141,7 +142,7 @@ def test_decode_unchecked_keeps_going_after_an_invalid_move():
         def sample(self, *a, **k):  # pragma: no cover
             raise NotImplementedError
 
-    seqs = nav_cli.decode_unchecked(AlwaysNE(), [(node, node)], max_tokens=40, batch=1)
+    seqs = decode_unchecked(AlwaysNE(), [(node, node)], max_tokens=40, batch=1)
     assert seqs == [[node, node, "NE", "NE", "NE", "NE", "end"]]
-    seqs = nav_cli.decode_unchecked(AlwaysNE(), [(node, node)] * 3, max_tokens=4)
+    seqs = decode_unchecked(AlwaysNE(), [(node, node)] * 3, max_tokens=4)
     assert seqs == [[node, node, "NE", "NE"]] * 3

@@ -89,100 +89,25 @@ def cmd_fetch(args) -> int:
     return 0
 
 
-def build_model(task, checkpoint: str | None, model: str | None, seed: int = 0, device: str = "cpu"):
-    """The model to evaluate: a checkpoint, the true world model, or an untrained network."""
-    from .models import HFModel, TrueWorldModel, Vocabulary
-
-    world = task.world
-    if checkpoint:
-        return HFModel.from_pretrained(checkpoint, world, device=device)
-    if model == "true":
-        return TrueWorldModel(world)
-    if model == "untrained":
-        return HFModel.untrained(Vocabulary(world.tokens, world.name), task.section("model"), seed=seed, device=device)
-    raise WorldModelError("give --checkpoint DIR or --model true|untrained")
-
-
-def evaluation_settings(task, args):
-    from .acceptance import Epsilon, parse_acceptance
-    from .metrics import Settings
-
-    cfg = dict(task.section("evaluate"))
-    for key in ("trials", "M", "k", "seed", "probe_sequences", "probe_epochs"):
-        if getattr(args, key, None) is not None:
-            cfg[key] = getattr(args, key)
-    settings = Settings.from_dict(cfg)
-    if args.acceptance:
-        settings.acceptance = parse_acceptance(args.acceptance)
-    elif args.epsilon is not None:
-        settings.acceptance = Epsilon(args.epsilon)
-    boundary = getattr(task.domain, "boundary", None)
-    if boundary and "boundary" not in cfg:
-        settings.boundary = boundary
-    return settings
-
-
-def evaluate(task, model, metrics, settings, out: Path | None, dataset: str | None = None,
-             data_dir=None, progress: bool = True, extra_args=None) -> dict:
-    """Run the chosen metrics; with ``out``, log trials beside it (resumable) and write the summary."""
-    from . import metrics as M
-    from .results import TrialLog
-
-    domain = task.domain
-    world = domain.world
-    dataset = dataset or domain.datasets()[0]
-    if out is not None:
-        from .results import check_writable
-
-        check_writable(out, "--out")
-    results = {}
-    base_settings = {"task": task.name, "model": getattr(model, "source", model.name), **settings.to_dict()}
-
-    def log(name):
-        if out is None:
-            return None
-        return TrialLog(out.with_name(out.stem + f".{name}.trials.jsonl"), {**base_settings, "metric": name})
-
-    if "compression" in metrics:
-        results["compression_precision"] = M.compression(world, model, domain.sampler(), settings, log("compression"), progress)
-    if "distinction" in metrics:
-        results.update(M.distinction(world, model, domain.sampler(), settings, log("distinction"), progress))
-    if "next-token" in metrics:
-        seqs = domain.sequences("test", dataset, data_dir)
-        results["next_token"] = M.next_token(world, model, seqs, settings, log("next-token"), progress)
-    if "probe" in metrics:
-        seqs = domain.sequences("train", dataset, data_dir)
-        results["probe"] = M.probe(world, model, seqs, settings, progress)
-    for name, res in domain.extra_metrics(model, extra_args).items():
-        results[name] = res
-    summary = {
-        "task": task.name, "model": getattr(model, "source", model.name), "dataset": dataset,
-        "settings": settings.to_dict(),
-        "metrics": {k: (v.to_dict() if hasattr(v, "to_dict") else v) for k, v in results.items()},
-    }
-    if out is not None:
-        from .results import write_json_atomic
-
-        write_json_atomic(out, summary)
-    return summary
-
-
 def cmd_evaluate(args) -> int:
+    from .checkpoints import choose_dataset
+    from .evaluator import build_model, evaluate, settings_for
     from .metrics import ALL_METRICS
     from .results import MetricResult, markdown_table
     from .tasks import load_task
-    from .train import checkpoint_dataset
 
     task = load_task(args.task)
     if bool(args.checkpoint) == bool(args.model):
         raise WorldModelError("give exactly one of --checkpoint DIR or --model true|untrained")
-    settings = evaluation_settings(task, args)
+    settings = settings_for(task, acceptance=args.acceptance, epsilon=args.epsilon, trials=args.trials, M=args.M,
+                            k=args.k, seed=args.seed, probe_sequences=args.probe_sequences,
+                            probe_epochs=args.probe_epochs)
     model = build_model(task, args.checkpoint, args.model, seed=settings.seed, device=args.device)
     model.source = str(args.checkpoint) if args.checkpoint else args.model
-    dataset = args.dataset or (checkpoint_dataset(args.checkpoint) if args.checkpoint else None)
+    dataset = choose_dataset(task.domain.datasets(), args.dataset, args.checkpoint)
     metrics = args.metrics or list(ALL_METRICS)
     out = Path(args.out) if args.out else None
-    summary = evaluate(task, model, metrics, settings, out, dataset, args.data_dir, not args.no_progress, args)
+    summary = evaluate(task, model, metrics, settings, out, dataset, args.data_dir, not args.no_progress)
     rows = {model.source: {k: MetricResult(k, **v) for k, v in summary["metrics"].items()}}
     print(markdown_table(rows))
     if out is not None:

@@ -18,7 +18,8 @@ token within ``max_len`` tokens, and the caller's ``goal(sequence, state)`` hold
 binomial standard error.
 
 Everything is domain-free: it needs a :class:`~worldmodel.dfa.World` and a
-:class:`~worldmodel.models.SequenceModel`. All live trials (every ``p`` and every start)
+:class:`~worldmodel.models.SequenceModel`. Decoding is :func:`worldmodel.decoding.greedy_decode`
+with the detour as its ``choose`` rule: all live trials (every ``p`` and every start)
 are decoded together, one batched :meth:`~SequenceModel.next_token_probs` call per step.
 Trial ``i`` draws its randomness from its own generator seeded by ``(seed, i)``, two
 uniforms per step, so a trial's outcome does not depend on batching, and the same
@@ -35,6 +36,7 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
+from .decoding import greedy_decode
 from .dfa import REJECT, Token, World, run
 from .errors import WorldModelError
 
@@ -132,84 +134,52 @@ def run_detours(
         raise WorldModelError("detours need at least one start prefix")
     tokens = list(model.tokens)
     tok_index = {t: i for i, t in enumerate(tokens)}
-    stop = world.stop_tokens
-    start_states = []
     for i, s in enumerate(starts):
-        st = run(world, list(s))
-        if st is REJECT:
+        if run(world, list(s)) is REJECT:
             raise WorldModelError(f"detour start {i} ({' '.join(s)}) is not valid in the {world.name} world")
-        start_states.append(st)
 
-    # one live record per (p, start)
-    seqs: list[list[Token]] = []
-    states: list[Hashable] = []
+    # one record per (p, start); trial i of every p draws from its own generator seeded (seed, i)
+    prefixes: list[list[Token]] = []
     rngs: list[np.random.Generator] = []
     trials: list[DetourTrial] = []
     for p in ps:
         for i, s in enumerate(starts):
-            seqs.append(list(s))
-            states.append(start_states[i])
+            prefixes.append(list(s))
             rngs.append(np.random.default_rng([int(seed), i]))
             trials.append(DetourTrial(kind=kind, p=p, trial=i, tokens=[], success=False, reason=""))
-    live = [k for k in range(len(seqs)) if len(seqs[k]) < max_len]
-    for k in range(len(seqs)):
-        if len(seqs[k]) >= max_len:
-            trials[k].reason = "too long"
 
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    def choose(k: int, row: np.ndarray, state, seq: list) -> int:
+        """The model's top token, or with probability p a detour (two uniforms per step)."""
+        tr = trials[k]
+        u_detour, u_pick = rngs[k].random(2)
+        top = int(np.argmax(row))
+        if u_detour >= tr.p:
+            return top
+        tr.drawn += 1
+        cands = [tok_index[t] for t in world.valid_tokens(state)
+                 if t in tok_index and tok_index[t] != top and (allowed is None or allowed(state, t, len(seq)))]
+        if not cands:
+            tr.impossible += 1
+            return top
+        tr.replaced += 1
+        if kind == "random":
+            return cands[min(int(u_pick * len(cands)), len(cands) - 1)]
+        cands.sort()
+        return min(cands, key=lambda c: row[c])
 
-        bar = tqdm(total=len(seqs), desc=f"detours ({kind})", unit="trial")
-    while live:
-        probs = np.concatenate([
-            np.asarray(model.next_token_probs([seqs[k] for k in live[b:b + batch_size]]))
-            for b in range(0, len(live), batch_size)
-        ])
-        still = []
-        for row, k in zip(probs, live):
-            tr = trials[k]
-            u_detour, u_pick = rngs[k].random(2)
-            top = int(np.argmax(row))
-            choice = top
-            if u_detour < tr.p:
-                tr.drawn += 1
-                cands = [tok_index[t] for t in world.valid_tokens(states[k])
-                         if t in tok_index and tok_index[t] != top
-                         and (allowed is None or allowed(states[k], t, len(seqs[k])))]
-                if not cands:
-                    tr.impossible += 1
-                else:
-                    tr.replaced += 1
-                    if kind == "random":
-                        choice = cands[min(int(u_pick * len(cands)), len(cands) - 1)]
-                    else:
-                        cands.sort()
-                        choice = min(cands, key=lambda c: row[c])
-            tok = tokens[choice]
-            seqs[k].append(tok)
-            tr.steps += 1
-            nxt = world.step(states[k], tok)
-            states[k] = nxt
-            if nxt is REJECT:
-                tr.reason = "invalid token"
-            elif tok in stop:
-                ok = goal is None or bool(goal(seqs[k], nxt))
-                tr.success = ok
-                tr.reason = "ok" if ok else "goal not reached"
-            elif len(seqs[k]) >= max_len:
-                tr.reason = "too long"
-            else:
-                still.append(k)
-                continue
-            if bar is not None:
-                bar.update(1)
-        live = still
-    if bar is not None:
-        bar.close()
-
+    decoded = greedy_decode(model, prefixes, stop=world.stop_tokens, max_len=max_len, world=world,
+                            batch=batch_size, choose=choose, progress=progress, desc=f"detours ({kind})")
     for k, tr in enumerate(trials):
-        tr.tokens = seqs[k]
+        seq, state = decoded.sequences[k], decoded.states[k]
+        tr.tokens = seq
+        tr.steps = len(seq) - len(prefixes[k])
+        if tr.steps and state is REJECT:
+            tr.reason = "invalid token"
+        elif tr.steps and seq[-1] in world.stop_tokens:
+            tr.success = goal is None or bool(goal(seq, state))
+            tr.reason = "ok" if tr.success else "goal not reached"
+        else:
+            tr.reason = "too long"
     results = []
     for p in ps:
         group = [t for t in trials if t.p == p]

@@ -196,6 +196,7 @@ class Domain(ABC):
         return read_sequences(folder / f"{split}.txt", self.world, check=False)
 
     # -- extras --------------------------------------------------------------
-    def extra_metrics(self, model, args) -> dict:
-        """Domain-specific evaluations (e.g. navigation capabilities): name -> MetricResult."""
+    def extra_metrics(self, model, dataset: str | None = None, data_dir: str | Path | None = None,
+                      progress: bool = False) -> dict:
+        """Domain-specific evaluations (e.g. navigation capabilities) on ``dataset``: name -> MetricResult."""
         return {}

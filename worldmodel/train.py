@@ -28,7 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .errors import WorldModelError
-from .models import HFModel, Vocabulary, gpt2_config, quiet_transformers
+from .models import Vocabulary, gpt2_config, quiet_transformers
 from .tasks import Task, read_sequences
 
 
@@ -194,18 +194,3 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
     accelerator.wait_for_everyone()
     return summary
 
-
-def load_checkpoint(folder: str | Path, task: Task, device: str = "cpu") -> HFModel:
-    """Load a trained checkpoint for ``task``'s world (vocabulary checked)."""
-    return HFModel.from_pretrained(folder, task.world, device=device)
-
-
-def checkpoint_dataset(folder: str | Path) -> str | None:
-    """The dataset a checkpoint was trained on, from its ``training.json``."""
-    path = Path(folder) / "training.json"
-    if path.exists():
-        try:
-            return json.loads(path.read_text()).get("dataset")
-        except json.JSONDecodeError:
-            return None
-    return None

@@ -12,15 +12,18 @@ Where sequences come from (reconstruct):
 * ``--checkpoint DIR --n-sequences N``: the model decodes greedily from ``N`` random
   origin–destination pairs of the task's test split (``--dataset``; default the
   checkpoint's dataset), up to ``end`` or the task's token limit, invalid moves included
-  (:func:`decode_unchecked`);
+  (:func:`~worldmodel.worlds.navigation.navigator.decode_unchecked`);
 * ``--model true --n-sequences N``: ``N`` random test sequences themselves (all valid);
   with ``--corrupt RATE`` this is the paper's corruption control;
 * ``--sequences FILE``: one sequence per line.
 
-``--model true`` for detours is the world's own navigator: at each step it puts equal
-probability on the directions that lie on a shortest route (fewest moves) to the
-destination and all mass on ``end`` at the destination. (The uniform-over-valid-tokens
-true model cannot be decoded greedily: its argmax is just the first valid token.)
+``--model true`` for detours is the world's own navigator
+(:class:`~worldmodel.worlds.navigation.navigator.ShortestRouteModel`): at each step it
+puts equal probability on the directions that lie on a shortest route (fewest moves) to
+the destination and all mass on ``end`` at the destination.
+
+This module only parses arguments and prints; the algorithms live in
+:mod:`~worldmodel.worlds.navigation.navigator` and :mod:`~worldmodel.worlds.navigation.reconstruct`.
 """
 
 from __future__ import annotations
@@ -30,78 +33,16 @@ from pathlib import Path
 
 import numpy as np
 
+from worldmodel import checkpoints
 from worldmodel.errors import WorldModelError
-from worldmodel.models import SequenceModel
 
+from .navigator import ShortestRouteModel, decode_unchecked, od_pairs, reachable_within
 from .reconstruct import MILE_M, Reconstructor, corrupt, format_stats
 
 
 # ---------------------------------------------------------------------------
 # Helpers shared by both commands
 # ---------------------------------------------------------------------------
-
-
-class ShortestRouteModel(SequenceModel):
-    """The navigation world as a greedy-decodable model: shortest-route directions, then ``end``.
-
-    After ``origin destination moves...`` it spreads probability equally over the
-    directions that reduce the remaining number of moves by one, or puts it all on
-    ``end`` at the destination. Prefixes that are invalid (or unfinished) get no mass.
-    """
-
-    name = "true"
-
-    def __init__(self, world):
-        self.world = world
-        self.tokens = tuple(world.tokens)
-
-    def next_token_probs(self, prefixes):
-        from worldmodel.dfa import run
-
-        idx = self.token_index()
-        out = np.zeros((len(prefixes), len(self.tokens)))
-        for i, prefix in enumerate(prefixes):
-            state = run(self.world, list(prefix))
-            if not isinstance(state, tuple):
-                continue
-            cur, dest = state
-            if cur == dest:
-                out[i, idx["end"]] = 1.0
-                continue
-            hops = self.world.hops_to(dest)
-            if cur not in hops:
-                continue
-            good = [d for d, v in self.world.map.neighbours(cur).items() if hops.get(v, -1) == hops[cur] - 1]
-            for d in good:
-                out[i, idx[d]] = 1.0 / len(good)
-        return out
-
-    def score(self, prefixes, suffixes, acceptance):  # pragma: no cover - not used by these commands
-        raise WorldModelError("the shortest-route model only serves greedy decoding (detours)")
-
-    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):  # pragma: no cover
-        raise WorldModelError("the shortest-route model only serves greedy decoding (detours)")
-
-
-def reachable_within(world, max_len: int):
-    """Detour predicate: a direction is allowed when the destination stays reachable in time.
-
-    ``allowed((node, dest), token, length)``: ``token`` is a direction with a street at
-    ``node``, and after it the fewest moves to ``dest`` plus the final ``end`` keep the
-    whole sequence within ``max_len`` tokens.
-    """
-
-    def allowed(state, token, length) -> bool:
-        if not isinstance(state, tuple) or token == "end":
-            return False
-        cur, dest = state
-        nxt = world.map.edges.get((cur, token))
-        if nxt is None:
-            return False
-        h = world.hops_to(dest).get(nxt)
-        return h is not None and length + 1 + h + 1 <= max_len
-
-    return allowed
 
 
 def _load(task_name: str):
@@ -114,72 +55,11 @@ def _load(task_name: str):
     return task
 
 
-def _dataset(task, args) -> str:
-    if getattr(args, "dataset", None):
-        return args.dataset
-    if getattr(args, "checkpoint", None):
-        try:
-            from worldmodel.train import checkpoint_dataset
-
-            got = checkpoint_dataset(args.checkpoint)
-            if got:
-                return got
-        except ImportError:
-            pass
-    return task.domain.datasets()[0]
-
-
-def _od_pairs(task, dataset: str, n: int, seed: int, data_dir=None, max_len: int = 100) -> list[tuple[str, str]]:
-    """``n`` random test OD pairs (distinct while there are enough), reachable within ``max_len``."""
-    from .data import iter_od_pairs
-
-    world = task.domain.world
-    pairs = [(o, d) for o, d in iter_od_pairs(task.domain.sequences("test", dataset, data_dir))
-             if world.hops_to(d).get(o, max_len) + 3 <= max_len]
-    if not pairs:
-        raise WorldModelError(f"task {task.name}: the {dataset} test split has no usable origin-destination pair")
-    rng = np.random.default_rng(seed)
-    idx = rng.choice(len(pairs), size=n, replace=n > len(pairs))
-    return [pairs[int(i)] for i in idx]
-
-
-def decode_unchecked(model, pairs: list[tuple[str, str]], max_tokens: int, batch: int = 256,
-                     progress: bool = False) -> list[list[str]]:
-    """Greedy traversals that keep going after an invalid move (reconstruction needs the whole ride).
-
-    Each pair is decoded with the model's top-1 token until it emits ``end`` or the
-    sequence has ``max_tokens`` tokens; the world is never consulted, so a traversal
-    with an impossible turn carries on from wherever the model believes it is.
-    """
-    from tqdm.auto import tqdm
-
-    tokens = list(model.tokens)
-    seqs = [[o, d] for o, d in pairs]
-    live = [i for i in range(len(seqs)) if len(seqs[i]) < max_tokens]
-    bar = tqdm(total=len(seqs), desc="greedy decoding", disable=not progress, leave=False)
-    while live:
-        probs = np.concatenate([np.asarray(model.next_token_probs([seqs[i] for i in live[b:b + batch]]))
-                                for b in range(0, len(live), batch)])
-        nxt = []
-        for row, i in zip(probs, live):
-            tok = tokens[int(np.argmax(row))]
-            seqs[i].append(tok)
-            if tok != "end" and len(seqs[i]) < max_tokens:
-                nxt.append(i)
-            else:
-                bar.update(1)
-        live = nxt
-    bar.close()
-    return seqs
-
-
 def _model(task, args):
-    if bool(getattr(args, "checkpoint", None)) == bool(getattr(args, "model", None)):
+    if bool(args.checkpoint) == bool(args.model):
         raise WorldModelError("give exactly one of --checkpoint DIR or --model true")
     if args.checkpoint:
-        from worldmodel.models import HFModel
-
-        return HFModel.from_pretrained(args.checkpoint, task.domain.world, device=getattr(args, "device", "cpu"))
+        return checkpoints.load(args.checkpoint, task.domain.world, device=args.device)
     return ShortestRouteModel(task.domain.world)
 
 
@@ -205,7 +85,7 @@ def cmd_reconstruct(args) -> int:
     if sources != 1:
         raise WorldModelError("give exactly one of --sequences FILE, --checkpoint DIR or --model true")
     progress = not args.no_progress
-    dataset = _dataset(task, args)
+    dataset = checkpoints.choose_dataset(domain.datasets(), args.dataset, args.checkpoint)
     if args.sequences:
         path = Path(args.sequences)
         if not path.is_file():
@@ -217,7 +97,7 @@ def cmd_reconstruct(args) -> int:
             raise WorldModelError("--checkpoint and --model need --n-sequences N (N >= 1)")
         if args.checkpoint:
             model = _model(task, args)
-            pairs = _od_pairs(task, dataset, args.n_sequences, args.seed, args.data_dir, domain.max_tokens())
+            pairs = od_pairs(domain, dataset, args.n_sequences, args.seed, args.data_dir, domain.max_tokens())
             seqs = decode_unchecked(model, pairs, domain.max_tokens(), progress=progress)
             source = f"greedy decoding of {args.checkpoint} from {len(pairs)} {dataset} test pairs"
         else:
@@ -273,9 +153,9 @@ def cmd_detours(args) -> int:
     if args.trials < 1:
         raise WorldModelError(f"--trials must be at least 1, got {args.trials}")
     model = _model(task, args)
-    dataset = _dataset(task, args)
+    dataset = checkpoints.choose_dataset(domain.datasets(), args.dataset, args.checkpoint)
     max_len = domain.max_tokens()
-    pairs = _od_pairs(task, dataset, args.trials, args.seed, args.data_dir, max_len)
+    pairs = od_pairs(domain, dataset, args.trials, args.seed, args.data_dir, max_len)
     starts = [[o, d] for o, d in pairs]
     allowed = reachable_within(world, max_len)
     results, trials = run_kinds(model, world, starts, kinds, ps, allowed=allowed, max_len=max_len,

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from worldmodel.errors import WorldModelError
 from worldmodel.tasks import Domain
 
-from .data import Generator, Router, iter_od_pairs
+from .data import Generator, iter_od_pairs
 from .graph import load_street_map
 from .sampler import NavigationSampler
-from .world import END_TOKEN, NavigationWorld, START
+from .world import NavigationWorld
 
 DATASETS = ("shortest-paths", "noisy-shortest-paths", "random-walks")
 
@@ -96,96 +94,13 @@ class NavigationDomain(Domain):
             return gen.noisy_shortest_paths(sizes, n_weightings=int(cfg.get("n_weightings", 50)), per_tree=per_tree)
         return gen.random_walks(sizes, min_moves=int(cfg.get("min_moves", 2)), max_moves=int(cfg.get("max_moves", 97)))
 
-    def extra_metrics(self, model, args) -> dict:
-        """Greedy-decoding capabilities from test OD pairs: valid traversals, shortest paths."""
-        dataset = getattr(args, "dataset", None) if args is not None else None
-        if dataset is None and args is not None and getattr(args, "checkpoint", None):
-            from worldmodel.train import checkpoint_dataset
+    def extra_metrics(self, model, dataset: str | None = None, data_dir=None, progress: bool = False) -> dict:
+        """Greedy-decoding capabilities from ``dataset``'s test OD pairs: valid traversals, shortest paths."""
+        from .navigator import capabilities
 
-            dataset = checkpoint_dataset(args.checkpoint)
-        dataset = dataset or DATASETS[0]
-        data_dir = getattr(args, "data_dir", None) if args is not None else None
         c = self.task.section("capabilities")
-        pairs = list(iter_od_pairs(self.sequences("test", dataset, data_dir)))[: int(c.get("pairs", 200))]
-        progress = not getattr(args, "no_progress", False) if args is not None else False
+        pairs = list(iter_od_pairs(self.sequences("test", dataset or DATASETS[0], data_dir)))[: int(c.get("pairs", 200))]
         noisy = self.data_settings("noisy-shortest-paths")
         return capabilities(self.world, model, pairs, batch=int(c.get("batch", 256)),
                             max_tokens=self.max_tokens(), progress=progress,
                             noisy=(self.task.seed, int(noisy.get("n_weightings", 50))))
-
-
-def greedy_traversals(world: NavigationWorld, model, pairs: list[tuple[str, str]], batch: int = 256,
-                      max_tokens: int = 100, progress: bool = False) -> list[list[str]]:
-    """Decode each OD pair greedily (top-1 token each step), all pairs of a batch together.
-
-    A traversal stops after ``end``, after the first token the world rejects (kept, so
-    the caller sees it is invalid), or at ``max_tokens`` tokens.
-    """
-    from tqdm.auto import tqdm
-
-    out: list[list[str]] = []
-    tokens = list(model.tokens)
-    for b0 in tqdm(range(0, len(pairs), batch), desc="greedy traversals", disable=not progress, leave=False):
-        seqs = [[o, d] for o, d in pairs[b0:b0 + batch]]
-        states = [world.step(world.step(START, o), d) for o, d in pairs[b0:b0 + batch]]
-        live = [i for i, s in enumerate(states) if isinstance(s, tuple)]
-        while live:
-            probs = np.asarray(model.next_token_probs([seqs[i] for i in live]))
-            nxt = []
-            for row, i in zip(probs, live):
-                tok = tokens[int(np.argmax(row))]
-                seqs[i].append(tok)
-                states[i] = world.step(states[i], tok)
-                if isinstance(states[i], tuple) and len(seqs[i]) < max_tokens:
-                    nxt.append(i)
-            live = nxt
-        out.extend(seqs)
-    return out
-
-
-def capabilities(world: NavigationWorld, model, pairs: list[tuple[str, str]], batch: int = 256,
-                 max_tokens: int = 100, progress: bool = False, noisy: tuple[int, int] | None = None) -> dict:
-    """Capabilities of greedy decoding from OD pairs (the paper's §3.2 "valid traversals").
-
-    ``legal_moves``: share of traversals in which the world rejects no token (within
-    ``max_tokens``; a model that circles forever is legal but does not arrive);
-    ``valid_traversal``: share that are legal and end with ``end`` at the destination;
-    ``shortest_path``: share that are also a shortest path (by length, to 1e-6 relative);
-    with ``noisy = (seed, n_weightings)``, ``noisy_shortest_path``: share that are a
-    shortest path under one of the noisy weightings the noisy-shortest-paths data used
-    (the paper's measure for its noisy model).
-    """
-    try:
-        from worldmodel.results import aggregate
-    except ImportError:  # results.py is the lead's; fall back to plain dicts
-        aggregate = None
-    router = Router(world)
-    names: tuple[str, ...] = ("legal_moves", "valid_traversal", "shortest_path")
-    if noisy is not None:
-        # the same weightings as Generator.noisy_shortest_paths draws for this seed
-        router.add_noisy_weightings(noisy[1], np.random.default_rng([noisy[0], 3]))
-        names += ("noisy_shortest_path",)
-    trials: dict[str, list[dict]] = {n: [] for n in names}
-    if not pairs:
-        for n in names:
-            trials[n].append({"status": "skipped", "reason": "no test origin-destination pairs", "key": "-", "pair": "-"})
-    for i, seq in enumerate(greedy_traversals(world, model, pairs, batch, max_tokens, progress)):
-        o, d = seq[0], seq[1]
-        legal = world.path_nodes(seq) is not None
-        arrived = legal and seq[-1] == END_TOKEN
-        best = router.shortest_length(o, d)
-        shortest = arrived and best is not None and world.path_length_m(seq) <= best * (1 + 1e-6) + 1e-6
-        values = [legal, arrived, shortest]
-        if noisy is not None:
-            values.append(arrived and router.is_shortest_under_any(world.path_nodes(seq), range(1, noisy[1] + 1)))
-        for n, v in zip(names, values):
-            trials[n].append({"status": "ok", "key": f"{o}->{d}", "pair": str(i), "score": float(v)})
-    if aggregate is not None:
-        return {n: aggregate(n, trials[n]) for n in names}
-    out = {}
-    for name, trials_ in trials.items():
-        scores = [t["score"] for t in trials_ if t["status"] == "ok"]
-        out[name] = {"mean": float(np.mean(scores)) if scores else float("nan"),
-                     "stderr": float(np.std(scores, ddof=1) / np.sqrt(len(scores))) if len(scores) > 1 else 0.0,
-                     "n": len(scores), "n_failed": len(trials_) - len(scores)}
-    return out

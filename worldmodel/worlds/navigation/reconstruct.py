@@ -48,21 +48,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...errors import WorldModelError
-
-#: The eight compass directions, in the order the navigation world uses.
-DIRECTIONS: tuple[str, ...] = ("N", "S", "E", "W", "NE", "NW", "SE", "SW")
-END = "end"
-MILE_M = 1609.344
-#: Mean Earth radius in metres (IUGG), used for every great-circle length here.
-EARTH_RADIUS_M = 6_371_008.8
-
-
-def great_circle_m(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Great-circle (haversine) distance in metres between two (lat, lon) points in degrees."""
-    lat1, lon1 = math.radians(a[0]), math.radians(a[1])
-    lat2, lon2 = math.radians(b[0]), math.radians(b[1])
-    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
-    return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(h)))
+from .geometry import DIRECTIONS, EARTH_RADIUS_M, MILE_M, haversine_m
+from .world import END_TOKEN as END
 
 
 def distance_mm(a: tuple[float, float], latlon: np.ndarray) -> np.ndarray:
@@ -386,7 +373,7 @@ class Reconstructor:
 
         nodes = self.nodes
         out_new = [
-            NewEdge(nodes[u], DIRECTIONS[d], nodes[v], great_circle_m(self.latlon[u], self.latlon[v]), si)
+            NewEdge(nodes[u], DIRECTIONS[d], nodes[v], haversine_m(self.latlon[u], self.latlon[v]), si)
             for (u, d), (v, si) in sorted(new_edges.items(), key=lambda kv: kv[1][1])
         ]
         out_used = {(nodes[e // n_dir], DIRECTIONS[e % n_dir]) for e in used_true}

@@ -37,7 +37,8 @@ import numpy as np
 from worldmodel.dfa import REJECT, World
 from worldmodel.errors import WorldModelError
 
-from .graph import DIRECTIONS, StreetMap
+from .geometry import DIRECTIONS
+from .graph import StreetMap
 
 END_TOKEN = "end"
 START = "<start>"
@@ -178,6 +179,15 @@ class NavigationWorld(World):
             if isinstance(state, tuple):
                 nodes.append(state[0])
         return nodes
+
+    def is_traversal(self, tokens) -> bool:
+        """True when ``tokens`` is a whole valid ride: valid from the start and ending with ``end``."""
+        state = self.initial_state()
+        for t in tokens:
+            state = self.step(state, t)
+            if state is REJECT:
+                return False
+        return state == END
 
     def path_length_m(self, tokens) -> float:
         """Length in metres of the directions in a valid sequence (``end`` adds nothing)."""

@@ -6,104 +6,24 @@ its square is replaced by a detour (:mod:`worldmodel.detours`): a uniformly rand
 legal move (``random``) or the legal move it ranks lowest (``adversarial``). A game
 succeeds when every move is legal until the game is over (neither side can move).
 
-Othello transcripts have no end token, and the generic detour runner ends a trial at a
-stop token; so here the world and the model are wrapped in :class:`GameOverWorld` and
-:class:`GameOverModel`, which add a token :data:`END` that the *world* plays once the
-game is over. The model is never asked to predict the end: at a finished position the
-wrapper puts all mass on ``END``; everywhere else it returns the model's own
-distribution unchanged (``END`` has probability 0).
+The game-over wrapping that lets the generic detour runner stop at the end of a game is
+in :mod:`worldmodel.worlds.othello.play`; this module only parses and prints.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
+from worldmodel import checkpoints
+from worldmodel.errors import WorldModelError
 
-from ...dfa import REJECT, World
-from ...errors import WorldModelError
-from .world import OthelloWorld
-
-END = "<game-over>"
-
-
-class GameOverWorld(World):
-    """An Othello world with one extra token, :data:`END`, valid exactly at finished positions."""
-
-    def __init__(self, base: OthelloWorld):
-        self.base = base
-        self.tokens = tuple(base.tokens) + (END,)
-        self.stop_tokens = frozenset({END})
-        self.name = base.name
-
-    def initial_state(self):
-        return self.base.initial_state()
-
-    def step(self, state, token):
-        if state is REJECT:
-            return REJECT
-        if token == END:
-            return state if state.over else REJECT
-        return self.base.step(state, token)
-
-    def valid_tokens(self, state):
-        if state is REJECT:
-            return []
-        return [END] if state.over else self.base.valid_tokens(state)
-
-    def state_key(self, state):
-        return self.base.state_key(state)
-
-
-class GameOverModel:
-    """A model's next-move distributions with an :data:`END` column the world fills in.
-
-    Offers the two things :func:`worldmodel.detours.run_detours` uses: ``tokens`` and
-    ``next_token_probs``. Positions of prefixes are cached, so each call costs one
-    engine step per prefix, not one per move of it.
-    """
-
-    def __init__(self, model, world: OthelloWorld):
-        if tuple(model.tokens) != tuple(world.tokens):
-            raise WorldModelError(f"the model's tokens do not match the {world.name} world's squares")
-        self.model = model
-        self.world = world
-        self.tokens = tuple(model.tokens) + (END,)
-        self.name = getattr(model, "name", "model")
-        self._states: dict[tuple[str, ...], object] = {(): world.initial_state()}
-
-    def _state(self, prefix: tuple[str, ...]):
-        s = self._states.get(prefix)
-        if s is None:
-            parent = self._state(prefix[:-1])
-            s = REJECT if parent is REJECT else self.world.step(parent, prefix[-1])
-            self._states[prefix] = s
-        return s
-
-    def next_token_probs(self, prefixes):
-        prefixes = [tuple(p) for p in prefixes]
-        over = np.array([(s := self._state(p)) is not REJECT and s.over for p in prefixes], dtype=bool)
-        out = np.zeros((len(prefixes), len(self.tokens)))
-        live = np.flatnonzero(~over)
-        if len(live):
-            out[live, :-1] = self.model.next_token_probs([prefixes[i] for i in live])
-        out[over, -1] = 1.0
-        return out
-
-
-def openings(sequences, n: int, moves: int, seed: int) -> list[list[str]]:
-    """The first ``moves`` moves of ``n`` distinct games drawn (seeded) from ``sequences``."""
-    long_enough = [s for s in sequences if len(s) > moves]
-    if not long_enough:
-        raise WorldModelError(f"no held-out game has more than {moves} moves")
-    order = np.random.default_rng(seed).permutation(len(long_enough))
-    return [list(long_enough[i][:moves]) for i in order[:n]]
+from .play import GameOverModel, GameOverWorld, openings
 
 
 def cmd_othello_detours(args) -> int:
-    from ...cli import build_model
-    from ...detours import parse_kinds, parse_ps, report, run_kinds
-    from ...tasks import load_task
+    from worldmodel.detours import parse_kinds, parse_ps, report, run_kinds
+    from worldmodel.evaluator import build_model
+    from worldmodel.tasks import load_task
 
     task = load_task(args.task)
     if task.config.get("domain") != "othello":
@@ -118,12 +38,7 @@ def cmd_othello_detours(args) -> int:
         raise WorldModelError(f"--opening-moves must be >= 0, got {args.opening_moves}")
     domain = task.domain
     world = domain.world
-    dataset = args.dataset
-    if dataset is None and args.checkpoint:
-        from ...train import checkpoint_dataset
-
-        dataset = checkpoint_dataset(args.checkpoint)
-    dataset = dataset or domain.datasets()[0]
+    dataset = checkpoints.choose_dataset(domain.datasets(), args.dataset, args.checkpoint)
     model = build_model(task, args.checkpoint, args.model, seed=args.seed, device=args.device)
     starts = openings(domain.sequences("test", dataset, args.data_dir), args.trials, args.opening_moves, args.seed)
     wrapped_world, wrapped_model = GameOverWorld(world), GameOverModel(model, world)

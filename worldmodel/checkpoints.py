@@ -1,0 +1,117 @@
+"""Checkpoints: load one, say what it was trained on, reuse it or train it.
+
+A checkpoint is the folder :func:`worldmodel.train.train` writes: a
+``save_pretrained`` model, ``vocab.json``, ``training.json`` (task, dataset, steps,
+losses, time) and ``task.toml`` (the task file it was trained from).
+
+* :func:`load` — an :class:`~worldmodel.models.HFModel` for a world (vocabulary checked);
+* :func:`trained_dataset` — the dataset named in ``training.json``;
+* :func:`choose_dataset` — the one rule every command uses: the dataset given
+  explicitly, else the checkpoint's, else the task's first;
+* :func:`mismatch` — ``None`` when a folder is a finished checkpoint of a task, a
+  dataset and a step count; otherwise why not;
+* :func:`reuse_or_train` — the checkpoint a reproduction needs: reused when it
+  matches, trained (or refused) when it does not.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from .errors import WorldModelError
+
+#: sections of a task file that decide what a checkpoint learnt (``[train] steps`` is checked on its own)
+TRAINING_SECTIONS = ("world", "data", "model", "train")
+
+
+def load(folder: str | Path, world, device: str = "cpu"):
+    """The checkpoint in ``folder`` as a model over ``world``'s tokens (vocabulary checked)."""
+    from .models import HFModel
+
+    return HFModel.from_pretrained(folder, world, device=device)
+
+
+def training_record(folder: str | Path) -> dict | None:
+    """``training.json`` of a checkpoint as a dict; ``None`` when missing or unreadable."""
+    path = Path(folder) / "training.json"
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def trained_dataset(folder: str | Path) -> str | None:
+    """The dataset a checkpoint was trained on, from its ``training.json`` (``None`` if unknown)."""
+    record = training_record(folder)
+    return record.get("dataset") if record else None
+
+
+def choose_dataset(datasets: list[str], dataset: str | None = None, checkpoint: str | Path | None = None) -> str:
+    """The dataset to use: ``dataset`` if given, else the checkpoint's, else the first of ``datasets``."""
+    if dataset:
+        return dataset
+    if checkpoint:
+        got = trained_dataset(checkpoint)
+        if got:
+            return got
+    return datasets[0]
+
+
+def training_settings(config: dict) -> dict:
+    """The parts of a task config that decide a checkpoint: world, data, model, train (steps apart), seed."""
+    out = {key: config.get(key, {}) for key in TRAINING_SECTIONS}
+    out["train"] = {k: v for k, v in out["train"].items() if k != "steps"}
+    out["seed"] = config.get("seed", 0)
+    return out
+
+
+def mismatch(folder: str | Path, task, dataset: str, steps: int) -> str | None:
+    """``None`` when ``folder`` is a finished checkpoint of ``task``/``dataset`` with ``steps``; else why not."""
+    folder = Path(folder)
+    info_path, toml_path = folder / "training.json", folder / "task.toml"
+    if not info_path.exists() or not toml_path.exists():
+        return "no finished checkpoint"
+    try:
+        info = json.loads(info_path.read_text())
+        saved = tomllib.loads(toml_path.read_text())
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        return f"unreadable training record ({exc})"
+    if info.get("task") != task.name or info.get("dataset") != dataset:
+        return f"trained for {info.get('task')}/{info.get('dataset')}"
+    if int(info.get("steps", -1)) != int(steps):
+        return f"trained for {info.get('steps')} steps, want {steps}"
+    if training_settings(saved) != training_settings(task.config):
+        return "task settings changed since it was trained"
+    return None
+
+
+def reuse_or_train(task, dataset: str, folder: str | Path, steps: int | None = None,
+                   data_dir: str | Path | None = None, train: bool = True,
+                   progress: bool = True) -> tuple[Path, dict]:
+    """A checkpoint of ``task`` on ``dataset`` in ``folder``: reused when it matches, else trained.
+
+    ``steps`` defaults to the task's ``[train] steps`` (1000 if unset). With
+    ``train=False`` a folder that cannot be reused is an error instead. Returns the
+    folder and its ``training.json`` record.
+    """
+    folder = Path(folder)
+    want = int(steps if steps is not None else task.section("train").get("steps", 1000))  # train()'s default
+    why = mismatch(folder, task, dataset, want)
+    if why is None:
+        info = json.loads((folder / "training.json").read_text())
+        print(f"reusing {folder} ({info['steps']} steps, trained in {info['seconds']:.0f} s)")
+        return folder, info
+    if not train:
+        raise WorldModelError(f"{folder} cannot be reused ({why}) and training is off")
+    from .train import train as run_training
+
+    print(f"training {task.name}/{dataset} into {folder} ({why})")
+    info = run_training(task, folder, dataset=dataset, steps=want, data_dir=data_dir, progress=progress)
+    print(f"  {info['n_params']:,} parameters, {info['steps']} steps in {info['seconds']:.0f} s, "
+          f"val loss {info['final_val_loss']}")
+    return folder, info
