@@ -7,9 +7,10 @@
                         [--metrics compression,distinction,next-token,probe]
                         [--trials N] [--epsilon E | --acceptance SPEC] [--out FILE]
 
-``TASK`` is a name in ``tasks/`` or a path to a TOML file. Domains add their own
-commands (``reconstruct``, ``detours``, ``llm-eval``, ...) through extension
-modules with a ``register(subparsers)`` function.
+``TASK`` is a name in ``tasks/`` or a path to a TOML file. Worlds add their own
+commands (``reconstruct``, ``detours``, ``llm-eval``, ...) through the modules
+:mod:`worldmodel.registry` lists, each with a ``register(subparsers)`` function.
+This module only parses arguments, calls the library and prints.
 
 Bad input stops with one line ``worldmodel: error: ...`` and exit code 2; pass
 ``--debug`` for the traceback.
@@ -22,14 +23,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from . import registry
 from .errors import WorldModelError
-
-#: Modules that add subcommands; a module that is not installed is skipped.
-EXTENSIONS = (
-    "worldmodel.worlds.navigation.cli",
-    "worldmodel.worlds.othello.cli",
-    "worldmodel.worlds.seating.cli",
-)
 
 
 def _metrics_arg(text: str) -> list[str]:
@@ -175,14 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--no-progress", action="store_true")
     f.set_defaults(func=cmd_fetch)
 
-    for name in EXTENSIONS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and name.startswith(exc.name):
-                continue  # extension not present in this install
-            raise
-        module.register(sub)
+    for name in registry.command_modules():
+        importlib.import_module(name).register(sub)
     return p
 
 

@@ -3,7 +3,7 @@
 A task is one TOML file::
 
     name = "toy-dfa"
-    domain = "toy"            # which Domain builds the world (see DOMAINS)
+    domain = "toy"            # which Domain builds the world (see worldmodel/registry.py)
     seed = 0
     [world]    ...            # domain-specific world settings
     [data]     ...            # how many sequences, of which kinds
@@ -13,13 +13,18 @@ A task is one TOML file::
 
 ``TASK`` on the command line is a name in ``tasks/`` or a path to a TOML file.
 A :class:`Domain` turns a task into what the core needs: the world, data files,
-the state sampler and the held-out sequences. Domains are looked up lazily by name,
-so a domain's heavy imports (osmnx, an Othello engine) load only when used.
+the state sampler and the held-out sequences. Domains are looked up by name in
+:mod:`worldmodel.registry`, and their modules are imported only when a task uses them.
+
+Every table is checked when the task is loaded (:mod:`worldmodel.config`): the
+sections the core reads have their schemas here (:data:`MODEL`, :data:`TRAIN`,
+:data:`EVALUATE`); a domain declares its own sections in :attr:`Domain.schema`.
+An unknown key or a value of the wrong type is a one-line error naming the file,
+the section and the key.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import tomllib
 from abc import ABC, abstractmethod
@@ -27,17 +32,24 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from . import registry
+from .config import Schema, check_table, suggest
 from .dfa import World, is_valid
 from .errors import WorldModelError
 from .sampling import StateSampler
 
-#: domain name -> "module:Class". Each module is imported only when its domain is used.
-DOMAINS: dict[str, str] = {
-    "toy": "worldmodel.worlds.toy:ToyDomain",
-    "navigation": "worldmodel.worlds.navigation.domain:NavigationDomain",
-    "othello": "worldmodel.worlds.othello.domain:OthelloDomain",
-    "seating": "worldmodel.worlds.seating.domain:SeatingDomain",
-}
+#: ``[model]``: the GPT-2 trained from scratch (:func:`worldmodel.models.gpt2_config`).
+MODEL: Schema = {"n_layer": int, "n_embd": int, "n_head": int, "n_positions": int, "dropout": float}
+#: ``[train]``: the training loop (:func:`worldmodel.train.train`).
+TRAIN: Schema = {"steps": int, "batch_size": int, "lr": float, "weight_decay": float, "warmup": int,
+                 "eval_every": int, "log_every": int, "keep": str}
+#: ``[evaluate]``: :class:`worldmodel.metrics.Settings` fields, plus ``epsilon``.
+EVALUATE: Schema = {"epsilon": float, "acceptance": str, "M": int, "k": int, "trials": int, "max_sample_len": int,
+                    "boundary": str, "boundary_len": int, "max_boundary": int, "batch_trials": int, "seed": int,
+                    "probe_sequences": int, "probe_epochs": int, "probe_lr": float, "probe_batch": int}
+#: Top-level keys of every task file (sections apart).
+TOP: Schema = {"name": str, "domain": str, "seed": int}
+CORE_SECTIONS: dict[str, Schema] = {"model": MODEL, "train": TRAIN, "evaluate": EVALUATE}
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TASKS_DIR = Path(os.environ.get("WORLDMODEL_TASKS", REPO_ROOT / "tasks"))
@@ -64,13 +76,7 @@ class Task:
 
     @cached_property
     def domain(self) -> "Domain":
-        name = self.config.get("domain")
-        if name not in DOMAINS:
-            known = ", ".join(sorted(DOMAINS))
-            raise WorldModelError(f"task {self.path}: unknown domain {name!r} (known: {known})")
-        module_name, cls_name = DOMAINS[name].split(":")
-        module = importlib.import_module(module_name)
-        return getattr(module, cls_name)(self)
+        return domain_class(self.path, self.config.get("domain"))(self)
 
     @property
     def world(self) -> World:
@@ -99,7 +105,29 @@ def load_task(spec: str | Path) -> Task:
         raise WorldModelError(f"task file {path} is not valid TOML: {exc}") from None
     if "domain" not in config:
         raise WorldModelError(f"task file {path} has no 'domain' key")
+    check_config(path, config)
     return Task(str(config.get("name", path.stem)), path, config)
+
+
+def domain_class(path, name) -> type["Domain"]:
+    """The registered Domain class called ``name``; an unknown name is an error naming the task file."""
+    cls = registry.domain_class(name) if isinstance(name, str) else None
+    if cls is None:
+        raise WorldModelError(f"task {path}: unknown domain {name!r}{suggest(str(name), registry.names())}")
+    return cls
+
+
+def check_config(path, config: dict) -> None:
+    """Check every key of a parsed task file (top level, core sections, the domain's sections)."""
+    where = f"task {path}"
+    sections = {**CORE_SECTIONS, **domain_class(path, config.get("domain")).schema}
+    for key, value in config.items():
+        if key in sections:
+            check_table(where, key, value, sections[key])
+        elif key in TOP:
+            check_table(where, "top level", {key: value}, TOP)
+        else:
+            raise WorldModelError(f"{where}: unknown top-level key or section {key!r}{suggest(key, [*TOP, *sections])}")
 
 
 def read_sequences(path: Path, world: World | None = None, check: bool = True) -> list[list[str]]:
@@ -148,6 +176,10 @@ class Domain(ABC):
     one per training distribution (shortest paths, noisy shortest paths, random
     walks), each trained into its own model.
     """
+
+    #: The domain's own sections and their keys (checked when a task is loaded):
+    #: section name -> schema (see :mod:`worldmodel.config`).
+    schema: dict[str, Schema] = {"world": {}, "data": {}}
 
     def __init__(self, task: Task):
         self.task = task

@@ -45,12 +45,14 @@ def cache_keyword(model) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def gpt2_config(vocab: Vocabulary, n_layer=2, n_embd=64, n_head=4, n_positions=128, dropout=0.0, **_):
+def gpt2_config(vocab: Vocabulary, n_layer=2, n_embd=64, n_head=4, n_positions=128, dropout=0.0):
     """A GPT-2 configuration for a vocabulary (plain values, nanoGPT style).
 
     The activation is PyTorch's fused tanh-approximate GELU: the same function as
     GPT-2's original ``gelu_new``, computed in one kernel instead of eight
-    elementwise operations (it dominated CPU time for small models).
+    elementwise operations (it dominated CPU time for small models). The keyword
+    arguments are the ``[model]`` keys of a task file (checked when it is loaded); any
+    other key is a ``TypeError``, never silently dropped.
     """
     from transformers import GPT2Config
 

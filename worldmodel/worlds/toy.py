@@ -20,6 +20,11 @@ from ..tasks import Domain
 class ToyDomain(Domain):
     """A random minimal DFA; data are uniform random valid walks from the start."""
 
+    schema = {
+        "world": {"n_states": int, "n_tokens": int, "reject_prob": float},
+        "data": {"n_train": int, "n_val": int, "n_test": int, "min_len": int, "max_len": int},
+    }
+
     def build_world(self) -> ExplicitDFA:
         w = self.task.section("world")
         try:

@@ -23,15 +23,25 @@ from worldmodel.errors import WorldModelError
 from worldmodel.tasks import Domain
 
 from .data import Generator, iter_od_pairs
-from .graph import load_street_map
+from .graph import WORLD_KEYS, load_street_map
 from .sampler import NavigationSampler
 from .world import NavigationWorld
 
 DATASETS = ("shortest-paths", "noisy-shortest-paths", "random-walks")
+#: ``[data]`` keys; each also allowed in a per-dataset sub-table (``[data.random-walks]``)
+DATA_KEYS = {"n_train": int, "n_val": int, "n_test": int, "max_tokens": int, "n_weightings": int,
+             "min_moves": int, "max_moves": int, "per_tree": int}
 
 
 class NavigationDomain(Domain):
     """Taxi rides on a street map (Vafa et al. §3)."""
+
+    schema = {
+        "world": WORLD_KEYS,
+        "data": {**DATA_KEYS, **{name: DATA_KEYS for name in DATASETS}},
+        "sampler": {"min_len": int, "max_len": int},
+        "capabilities": {"pairs": int, "batch": int},
+    }
 
     def build_world(self) -> NavigationWorld:
         street_map = load_street_map(self.task.section("world"), base=self.task.path.parent.parent)

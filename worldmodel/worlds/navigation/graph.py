@@ -609,6 +609,11 @@ def _path(value: str, base: Path | None) -> Path:
 
 
 SOURCES = ("grid", "osmnx", "graphml", "csv", "paper")
+#: ``[world]`` keys :func:`load_street_map` reads (checked when a task is loaded).
+WORLD_KEYS = {"source": str, "avenues": int, "streets": int, "avenue_spacing_m": float, "street_spacing_m": float,
+              "two_way_every": int, "broadway": bool, "rotation_deg": float, "place": str, "cache": str,
+              "graphml": str, "nodes": str, "edges": str, "edges_json": str, "variant": str, "bbox": list,
+              "center": list, "radius_m": float, "component": str}
 
 
 def load_street_map(cfg: dict[str, Any], base: Path | None = None) -> StreetMap:

@@ -49,6 +49,10 @@ from .world import OthelloWorld
 DEFAULT_EXCLUDE_TOURNAMENTS = ("Internet", "XOT")
 DEFAULT_EXCLUDE_PLAYERS = ("Saio", "Ntest", "Zebra", "Logistello", "Edax", "Cassio")
 
+_SPLITS = {"n_train": int, "n_val": int, "n_test": int}
+_CHAMPIONSHIP = {**_SPLITS, "folder": str, "years": list, "include_tournaments": list, "exclude_tournaments": list,
+                 "exclude_players": list, "complete_only": bool}
+
 
 def _count(cfg: dict, key: str, default: int, where: str) -> int:
     value = cfg.get(key, default)
@@ -64,6 +68,12 @@ class OthelloDomain(Domain):
     #: "sampled" (from M random valid continuations), since an Othello position's
     #: continuations cannot be enumerated. Domains without the attribute are "exact".
     boundary = "sampled"
+
+    schema = {
+        "world": {"size": int},
+        "data": {"default": str, **_CHAMPIONSHIP, "synthetic": _SPLITS, "championship": _CHAMPIONSHIP},
+        "sampler": {"games": int, "seed": int},
+    }
 
     def build_world(self) -> OthelloWorld:
         size = self.task.section("world").get("size", 8)

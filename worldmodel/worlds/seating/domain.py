@@ -54,6 +54,12 @@ class SeatingSampler(StateSampler):
 class SeatingDomain(Domain):
     """The seating puzzle: world, data of random valid statement sequences, sampler."""
 
+    schema = {
+        "world": {"n": int},
+        "data": {"n_train": int, "n_val": int, "n_test": int, "min_len": int, "max_len": int},
+        "sampler": {"max_statements": int, "max_prefix": int},
+    }
+
     def build_world(self) -> SeatingWorld:
         w = self.task.section("world")
         n = w.get("n", 3)
