@@ -37,7 +37,8 @@ from worldmodel.errors import WorldModelError  # noqa: E402
 
 def chat_rows(args, work: Path) -> dict:
     from worldmodel.worlds.seating.backends import (CachedBackend, HFChatBackend, OpenAIChatBackend,
-                                                    RandomResponder, TrueResponder, make_tiny_chat_model)
+                                                    RandomResponder, TrueResponder)
+    from worldmodel.worlds.seating.tiny_chat import make_tiny_chat_model
     from worldmodel.worlds.seating.cache import ResponseCache
     from worldmodel.worlds.seating.protocol import ProtocolSettings, evaluate
 

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from worldmodel.errors import WorldModelError
-from worldmodel.worlds.seating.backends import (CachedBackend, HFChatBackend, OpenAIChatBackend, TrueResponder,
-                                                make_tiny_chat_model)
+from worldmodel.worlds.seating.backends import CachedBackend, HFChatBackend, OpenAIChatBackend, TrueResponder
 from worldmodel.worlds.seating.cache import ResponseCache
 from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate
+from worldmodel.worlds.seating.tiny_chat import make_tiny_chat_model
 
 KEY = "sk-test-secret-123"
 CLIENT_TIMEOUT = 0.5
