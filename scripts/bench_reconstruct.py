@@ -177,7 +177,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-naive", action="store_true", help="time only the indexed implementation")
     args = ap.parse_args(argv)
 
-    from worldmodel.worlds.navigation.graph import load_paper_graph, shared_data_dir
+    from worldmodel.worlds.navigation.sources import load_paper_graph, shared_data_dir
 
     base = Path(args.shared) if args.shared else shared_data_dir()
     folder = base / "manhattan"

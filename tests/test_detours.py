@@ -184,7 +184,7 @@ def test_binomial_standard_error():
 
 def _nav_world():
     pytest.importorskip("worldmodel.worlds.navigation.world")
-    from worldmodel.worlds.navigation.graph import grid_city
+    from worldmodel.worlds.navigation.sources import grid_city
     from worldmodel.worlds.navigation.world import NavigationWorld
 
     return NavigationWorld(grid_city(avenues=5, streets=8, two_way_every=3), name="grid")

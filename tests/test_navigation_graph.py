@@ -8,11 +8,12 @@ import networkx as nx
 import pytest
 
 from worldmodel.errors import WorldModelError
-from worldmodel.worlds.navigation import graph as G
+from worldmodel.worlds.navigation import sources as G
 
 from datahelp import FIXTURES, needs_full
 from worldmodel.worlds.navigation.geometry import DIRECTIONS, bearing_deg, direction_of, haversine_m, offset_coord
-from worldmodel.worlds.navigation.graph import StreetMap, from_edge_list, grid_city, load_csv, load_street_map
+from worldmodel.worlds.navigation.sources import grid_city, load_csv, load_street_map
+from worldmodel.worlds.navigation.streetmap import StreetMap, finish, from_edge_list
 
 CENTRE = (40.75, -73.99)
 
@@ -215,8 +216,8 @@ def test_bad_inputs():
     coords["y"] = offset_coord(CENTRE, 5000, 100)
     m = from_edge_list(coords, [("c", "p0", None), ("p0", "c", None), ("x", "y", None), ("y", "x", None)], name="two")
     with pytest.raises(WorldModelError, match="disconnected"):
-        G.finish(m, "connected")
-    assert len(G.finish(m, "largest-scc").nodes) == 2
+        finish(m, "connected")
+    assert len(finish(m, "largest-scc").nodes) == 2
     one_way = from_edge_list(star_coords(bearings=(0,)), [("c", "p0", None)], name="oneway")
     with pytest.raises(WorldModelError, match="no two intersections"):
         one_way.largest_scc()

@@ -31,7 +31,7 @@ def test_tiny_pipeline(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_region_task_data(tmp_path, monkeypatch):
-    from worldmodel.worlds.navigation.graph import shared_data_dir
+    from worldmodel.worlds.navigation.sources import shared_data_dir
 
     if not (shared_data_dir() / "manhattan" / "world_model_edges.json").exists():
         pytest.skip(f"shared Manhattan data not found at {shared_data_dir()}")

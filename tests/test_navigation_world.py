@@ -12,7 +12,8 @@ from worldmodel.models import TrueWorldModel
 from worldmodel.tasks import load_task
 from worldmodel.worlds.navigation.data import Generator, split_of
 from worldmodel.worlds.navigation.navigator import capabilities, greedy_traversals
-from worldmodel.worlds.navigation.graph import StreetMap, grid_city
+from worldmodel.worlds.navigation.sources import grid_city
+from worldmodel.worlds.navigation.streetmap import StreetMap
 from worldmodel.worlds.navigation.sampler import NavigationSampler
 from worldmodel.worlds.navigation.world import END, START, NavigationWorld, Origin
 

@@ -256,7 +256,7 @@ def _shared_manhattan(full: bool = False):
     """The paper graph: the full data set if available (CI), else the committed cut; ``full``
     skips when the full data set is missing."""
     from datahelp import FIXTURES, full_data
-    from worldmodel.worlds.navigation.graph import load_paper_graph
+    from worldmodel.worlds.navigation.sources import load_paper_graph
 
     base = full_data("manhattan")
     if base is None:

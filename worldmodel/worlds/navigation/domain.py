@@ -3,7 +3,7 @@
 Task settings:
 
 * ``[world]``: the map source and sub-region (see
-  :func:`worldmodel.worlds.navigation.graph.load_street_map`).
+  :func:`worldmodel.worlds.navigation.sources.load_street_map`).
 * ``[data]``: ``n_train``, ``n_val``, ``n_test`` (sequences per split), ``max_tokens``
   (default 100), ``n_weightings`` (noisy shortest paths, default 50), ``min_moves`` /
   ``max_moves`` (random walks, default 2 / 97). A sub-table per dataset
@@ -23,7 +23,7 @@ from worldmodel.errors import WorldModelError
 from worldmodel.tasks import Domain
 
 from .data import Generator, iter_od_pairs
-from .graph import WORLD_KEYS, load_street_map
+from .sources import WORLD_KEYS, load_street_map
 from .sampler import NavigationSampler
 from .world import NavigationWorld
 

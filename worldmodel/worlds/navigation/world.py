@@ -38,7 +38,7 @@ from worldmodel.dfa import REJECT, World
 from worldmodel.errors import WorldModelError
 
 from .geometry import DIRECTIONS
-from .graph import StreetMap
+from .streetmap import StreetMap
 
 END_TOKEN = "end"
 START = "<start>"
