@@ -188,7 +188,7 @@ def detour_pairs(task, runs: Path, n: int, seed: int) -> list[tuple[str, str]]:
 
 def table2(task, models: dict[str, object], pairs, ps, runs: Path, seed: int, progress: bool) -> dict:
     """``{label: [result dicts]}``; each (model, kind) is cached in ``<runs>/detours`` and reused."""
-    from worldmodel.detours import run_detours, write_results
+    from worldmodel.detours import cached, run_detours
     from worldmodel.worlds.navigation.navigator import reachable_within
 
     world = task.world
@@ -197,24 +197,18 @@ def table2(task, models: dict[str, object], pairs, ps, runs: Path, seed: int, pr
     starts = [[o, d] for o, d in pairs]
     out = {}
     for label, make in models.items():
-        res_all = []
+        out[label] = []
         for kind in KINDS:
             slug = label.lower().replace(" ", "-").replace("(", "").replace(")", "")
-            path = runs / "detours" / f"{slug}-{kind}.json"
             meta = {"task": task.name, "model": label, "kind": kind, "ps": list(ps), "seed": seed,
                     "pairs": [list(p) for p in pairs], "max_len": max_len}
-            if path.exists():
-                cached = json.loads(path.read_text())
-                if all(cached.get(k) == v for k, v in meta.items()):
-                    res_all += cached["results"]
-                    continue
-            model = make()
-            t0 = time.time()
-            results, trials = run_detours(model, world, starts, kind, ps, allowed=allowed, max_len=max_len,
-                                          seed=seed, progress=progress)
-            write_results(path, results, trials, {**meta, "seconds": time.time() - t0})
-            res_all += [r.as_dict() for r in results]
-        out[label] = res_all
+
+            def run(make=make, kind=kind):
+                results, trials = run_detours(make(), world, starts, kind, ps, allowed=allowed, max_len=max_len,
+                                              seed=seed, progress=progress)
+                return results, trials, {}
+
+            out[label] += cached(runs / "detours" / f"{slug}-{kind}.json", meta, run)["results"]
     return out
 
 

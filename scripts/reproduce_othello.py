@@ -35,7 +35,7 @@ import math
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -160,57 +160,25 @@ def cross_next_token(rows: list[Row], base_task, settings, runs: Path, datasets:
 def table4(rows: list[Row], base_task, runs: Path, trials: int, opening_moves: int, seed: int,
            ps=PS, kinds=KINDS, progress: bool = True) -> dict[str, list[dict]]:
     """Detour results per row: ``{label: [DetourResult dict, ...]}`` (reused when already run)."""
-    from worldmodel.detours import run_detours, write_results
-    from worldmodel.worlds.othello.play import GameOverModel, GameOverWorld, openings
+    from worldmodel.detours import cached
+    from worldmodel.worlds.othello.play import move_stats, openings, play_detours
 
-    world = base_task.world
     out = {}
     for row in rows:
-        slug = row.label.replace(" ", "-")
-        path = runs_dir(runs, base_task) / "detours" / f"{slug}.json"
         meta = {"model": row.label, "dataset": row.dataset, "n_trials": trials, "opening_moves": opening_moves,
                 "seed": seed, "ps": list(ps), "kinds": list(kinds),
                 "checkpoint": str(row.checkpoint) if row.checkpoint else row.kind,
                 "success": "every move legal until neither side can move"}
-        if path.exists():
-            old = json.loads(path.read_text())
-            if all(old.get(k) == v for k, v in meta.items()):
-                out[row.label] = _with_trial_stats(old["results"], old["trials"])
-                continue
-        model = build(row, base_task, seed)
-        starts = openings(row.task.domain.sequences("test", row.dataset, data_dir(runs, row.task)),
-                          trials, opening_moves, seed)
-        wworld, wmodel = GameOverWorld(world), GameOverModel(model, world)
-        max_len = world.geometry.squares - 4 + 1
-        results, all_trials = [], []
-        for kind in kinds:
-            res, tr = run_detours(wmodel, wworld, starts, kind, list(ps), max_len=max_len, seed=seed,
-                                  progress=progress)
-            results += res
-            all_trials += tr
-        write_results(path, results, all_trials, {**meta, "n_starts": len(starts)})
-        out[row.label] = _with_trial_stats([r.as_dict() for r in results], [asdict(x) for x in all_trials])
-    return out
 
+        def run(row=row):
+            starts = openings(row.task.domain.sequences("test", row.dataset, data_dir(runs, row.task)),
+                              trials, opening_moves, seed)
+            results, all_trials = play_detours(build(row, base_task, seed), base_task.world, starts, kinds, ps,
+                                               seed=seed, progress=progress)
+            return results, all_trials, {"n_starts": len(starts)}
 
-def _with_trial_stats(results: list[dict], trials: list[dict]) -> list[dict]:
-    """Add to each (kind, p) result two finer measures than the all-or-nothing share.
-
-    ``legal_moves``: mean number of legal moves played (detours included, the world's
-    game-over token not counted) before the first illegal one or the end of the game.
-    ``illegal_rate``: illegal moves per move the model chose itself (not replaced by a
-    detour), pooled over trials: the model's error rate once detours have moved it off
-    the games it knows.
-    """
-    out = []
-    for r in results:
-        group = [t for t in trials if t["kind"] == r["kind"] and t["p"] == r["p"]]
-        legal = [t["steps"] - (t["reason"] == "invalid token") - bool(t["success"]) for t in group]
-        own = sum(t["steps"] - t["replaced"] - bool(t["success"]) for t in group)
-        illegal = sum(t["reason"] == "invalid token" for t in group)
-        out.append({**r, "legal_moves": float(np.mean(legal)) if legal else float("nan"),
-                    "own_moves": own, "illegal_own_moves": illegal,
-                    "illegal_rate": illegal / own if own else float("nan")})
+        data = cached(runs_dir(runs, base_task) / "detours" / f"{row.label.replace(' ', '-')}.json", meta, run)
+        out[row.label] = move_stats(data["results"], data["trials"])
     return out
 
 

@@ -181,7 +181,7 @@ def main(argv=None) -> int:
     results.mkdir(parents=True, exist_ok=True)
 
     from worldmodel.results import markdown_table
-    from worldmodel.worlds.seating.cli import markdown_row_table
+    from worldmodel.worlds.seating.protocol import markdown_row_table
 
     chat = chat_rows(args, work)
     like, like_info = ({}, {}) if args.skip_likelihood else likelihood_rows(args, work)

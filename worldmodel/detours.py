@@ -221,6 +221,27 @@ def run_kinds(model, world, starts, kinds: Sequence[str], ps: Sequence[float], *
     return all_results, all_trials
 
 
+def cached(path: str | Path, meta: dict, run: Callable[[], tuple[list, list, dict]]) -> dict:
+    """Detour results at ``path`` when its ``meta`` matches; else ``run()``, written there, then read.
+
+    ``run()`` returns ``(results, trials, extra)``: :class:`DetourResult` and
+    :class:`DetourTrial` lists and extra header fields. The file holds ``meta``, ``extra``,
+    ``seconds``, ``results`` and ``trials`` (:func:`write_results`); the return value is
+    that file's content, whether reused or new, so both paths give the same dicts.
+    """
+    import time
+
+    path = Path(path)
+    if path.exists():
+        data = json.loads(path.read_text())
+        if all(data.get(k) == v for k, v in meta.items()):
+            return data
+    t0 = time.time()
+    results, trials, extra = run()
+    write_results(path, results, trials, {**meta, **extra, "seconds": time.time() - t0})
+    return json.loads(path.read_text())
+
+
 def report(out: str | Path, results: Sequence[DetourResult], trials: Sequence[DetourTrial], meta: dict,
            header: str) -> None:
     """Write the JSON summary and print ``header``, the table and where it went (the CLIs' output)."""

@@ -17,11 +17,11 @@ from pathlib import Path
 from worldmodel import checkpoints
 from worldmodel.errors import WorldModelError
 
-from .play import GameOverModel, GameOverWorld, openings
+from .play import openings, play_detours
 
 
 def cmd_othello_detours(args) -> int:
-    from worldmodel.detours import parse_kinds, parse_ps, report, run_kinds
+    from worldmodel.detours import parse_kinds, parse_ps, report
     from worldmodel.evaluator import build_model
     from worldmodel.tasks import load_task
 
@@ -41,10 +41,7 @@ def cmd_othello_detours(args) -> int:
     dataset = checkpoints.choose_dataset(domain.datasets(), args.dataset, args.checkpoint)
     model = build_model(task, args.checkpoint, args.model, seed=args.seed, device=args.device)
     starts = openings(domain.sequences("test", dataset, args.data_dir), args.trials, args.opening_moves, args.seed)
-    wrapped_world, wrapped_model = GameOverWorld(world), GameOverModel(model, world)
-    max_len = world.geometry.squares - 4 + 1  # every move of a game, then END
-    results, trials = run_kinds(wrapped_model, wrapped_world, starts, kinds, ps, max_len=max_len,
-                                seed=args.seed, progress=not args.no_progress)
+    results, trials = play_detours(model, world, starts, kinds, ps, seed=args.seed, progress=not args.no_progress)
     source = args.checkpoint or args.model
     meta = {"task": task.name, "dataset": dataset, "model": source, "trials": len(starts),
             "opening_moves": args.opening_moves, "seed": args.seed,

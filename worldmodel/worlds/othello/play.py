@@ -11,8 +11,11 @@ probability 0).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
+from worldmodel.detours import run_kinds
 from worldmodel.dfa import REJECT, World
 from worldmodel.errors import WorldModelError
 
@@ -92,3 +95,36 @@ def openings(sequences, n: int, moves: int, seed: int) -> list[list[str]]:
         raise WorldModelError(f"no held-out game has more than {moves} moves")
     order = np.random.default_rng(seed).permutation(len(long_enough))
     return [list(long_enough[i][:moves]) for i in order[:n]]
+
+
+def play_detours(model, world: OthelloWorld, starts, kinds: Sequence[str], ps: Sequence[float], seed: int = 0,
+                 progress: bool = False):
+    """Detours on whole games: ``model`` plays on from each opening in ``starts`` until the game is over.
+
+    Returns :func:`worldmodel.detours.run_kinds`'s ``(results, trials)``; a game
+    succeeds when every move is legal until neither side can move.
+    """
+    max_len = world.geometry.squares - 4 + 1  # every move of a game, then END
+    return run_kinds(GameOverModel(model, world), GameOverWorld(world), starts, kinds, list(ps), max_len=max_len,
+                     seed=seed, progress=progress)
+
+
+def move_stats(results: list[dict], trials: list[dict]) -> list[dict]:
+    """Add to each (kind, p) result dict two finer measures than the all-or-nothing share.
+
+    ``legal_moves``: mean number of legal moves played (detours included, the world's
+    game-over token not counted) before the first illegal one or the end of the game.
+    ``illegal_rate``: illegal moves per move the model chose itself (not replaced by a
+    detour), pooled over trials: the model's error rate once detours have moved it off
+    the games it knows.
+    """
+    out = []
+    for r in results:
+        group = [t for t in trials if t["kind"] == r["kind"] and t["p"] == r["p"]]
+        legal = [t["steps"] - (t["reason"] == "invalid token") - bool(t["success"]) for t in group]
+        own = sum(t["steps"] - t["replaced"] - bool(t["success"]) for t in group)
+        illegal = sum(t["reason"] == "invalid token" for t in group)
+        out.append({**r, "legal_moves": float(np.mean(legal)) if legal else float("nan"),
+                    "own_moves": own, "illegal_own_moves": illegal,
+                    "illegal_rate": illegal / own if own else float("nan")})
+    return out

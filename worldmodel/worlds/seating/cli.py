@@ -44,28 +44,9 @@ def make_backend(args) -> "Backend":  # noqa: F821
     return RandomResponder(args.seed)
 
 
-def markdown_row_table(rows: dict[str, "SeatingReport"]) -> str:  # noqa: F821
-    """A Markdown table with one row per report: mean (stderr) and unparseable answers per metric."""
-    from .protocol import COLUMNS
-
-    head = "| Model | " + " | ".join(f"{label} | unparseable" for _, label in COLUMNS) + " |"
-    sep = "|---|" + "|".join("---|---" for _ in COLUMNS) + "|"
-    lines = [head, sep]
-    for name, rep in rows.items():
-        cells = []
-        for key, _ in COLUMNS:
-            m = rep.metrics.get(key)
-            if m is None:
-                cells += ["—", "—"]
-                continue
-            cell = m.cell() + f", n={m.n}"
-            cells += [cell, f"{rep.unparseable[key]}/{rep.answers[key]}"]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def write_outputs(report, out: Path, label: str) -> None:
     from ...results import write_json_atomic
+    from .protocol import markdown_row_table
 
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "results.json", report.summary())
@@ -93,7 +74,7 @@ def write_outputs(report, out: Path, label: str) -> None:
 def cmd_llm_eval(args) -> int:
     from .backends import CachedBackend
     from .cache import ResponseCache
-    from .protocol import ProtocolSettings, evaluate
+    from .protocol import ProtocolSettings, evaluate, markdown_row_table
 
     if args.puzzle != "seating":
         raise WorldModelError(f"unknown puzzle {args.puzzle!r} (known: seating)")

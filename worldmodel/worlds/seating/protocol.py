@@ -270,3 +270,21 @@ def expected_random(settings: ProtocolSettings) -> dict[str, float]:
     """What a uniformly random responder scores in expectation (ignoring repeated continuations)."""
     return {"capability": 1.0 / settings.n, "compression_precision": 0.5 ** settings.samples,
             "distinction_recall": 0.25}
+
+
+def markdown_row_table(rows: dict[str, SeatingReport]) -> str:
+    """A Markdown table with one row per report: mean (stderr) and unparseable answers per metric."""
+    head = "| Model | " + " | ".join(f"{label} | unparseable" for _, label in COLUMNS) + " |"
+    sep = "|---|" + "|".join("---|---" for _ in COLUMNS) + "|"
+    lines = [head, sep]
+    for name, rep in rows.items():
+        cells = []
+        for key, _ in COLUMNS:
+            m = rep.metrics.get(key)
+            if m is None:
+                cells += ["—", "—"]
+                continue
+            cell = m.cell() + f", n={m.n}"
+            cells += [cell, f"{rep.unparseable[key]}/{rep.answers[key]}"]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
