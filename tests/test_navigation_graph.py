@@ -8,7 +8,6 @@ import networkx as nx
 import pytest
 
 from worldmodel.errors import WorldModelError
-from worldmodel.worlds.navigation import sources as G
 
 from datahelp import FIXTURES, needs_full
 from worldmodel.worlds.navigation.geometry import DIRECTIONS, bearing_deg, direction_of, haversine_m, offset_coord
