@@ -167,14 +167,7 @@ CASES = [
 _PROGRESS = re.compile(r"\d+%\|.*\|")
 
 
-#: task-file typos that the TOML validation of every section (issue #9) will catch; until it
-#: lands they are expected to fail, strictly (an unexpected pass fails the run).
-PENDING_TOML = {"toml-typo-top", "toml-typo-world", "toml-typo-data", "toml-typo-model", "toml-typo-train",
-                "toml-typo-sampler", "toml-typo-capabilities"}
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="TOML validation: #9"))
-                                  if c[0] in PENDING_TOML else c for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_and_writes_nothing(case, work, monkeypatch, capsys):
     name, argv, needle = case
     monkeypatch.chdir(work)
