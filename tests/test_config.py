@@ -121,6 +121,15 @@ def test_gpt2_config_refuses_unknown_keys():
         gpt2_config(Vocabulary(["a", "b"]), n_layers=8)
 
 
+def test_a_world_without_a_schema_is_told_where_keys_go(tmp_path, monkeypatch):
+    from worldmodel.worlds.toy import ToyDomain
+
+    monkeypatch.setattr(ToyDomain, "schema", {"world": {}, "data": {}})
+    with pytest.raises(WorldModelError, match=r"\[world\] unknown key 'n_states' "
+                                              r"\(worldmodel.worlds.toy.ToyDomain.schema declares no \[world\] keys\)"):
+        load_task("toy-dfa")
+
+
 def test_check_table_nested_and_no_close_match():
     with pytest.raises(WorldModelError, match=r"\[data.walks\] unknown key 'zzz' \(known: n\)"):
         check_table("task x", "data", {"walks": {"zzz": 1}}, {"walks": {"n": int}})

@@ -120,8 +120,13 @@ def domain_class(path, name) -> type["Domain"]:
 def check_config(path, config: dict) -> None:
     """Check every key of a parsed task file (top level, core sections, the domain's sections)."""
     where = f"task {path}"
-    sections = {**CORE_SECTIONS, **domain_class(path, config.get("domain")).schema}
+    cls = domain_class(path, config.get("domain"))
+    sections = {**CORE_SECTIONS, **cls.schema}
     for key, value in config.items():
+        if key in cls.schema and not cls.schema[key] and isinstance(value, dict) and value:
+            # a world that reads keys here but has not declared them: say where they go
+            raise WorldModelError(f"{where}: [{key}] unknown key {next(iter(value))!r} "
+                                  f"({cls.__module__}.{cls.__name__}.schema declares no [{key}] keys)")
         if key in sections:
             check_table(where, key, value, sections[key])
         elif key in TOP:
