@@ -58,11 +58,17 @@ def cmd_train(args) -> int:
     task = load_task(args.task)
     out = Path(args.out)
     check_writable(out, "--out", folder=True)
+    overrides = {"data": args.data, "precision": args.precision, "grad_accum": args.grad_accum,
+                 "time_budget": args.time_budget, "peak_flops": args.peak_flops, "batch_size": args.batch_size,
+                 "lr": args.lr, "save_every": args.save_every, "data_workers": args.data_workers,
+                 "compile": True if args.compile else None}
     summary = train(task, out, dataset=args.dataset, steps=args.steps, data_dir=args.data_dir,
-                    seed=args.seed, progress=not args.no_progress)
-    print(f"saved {out} ({summary['n_params']:,} parameters, {summary['steps']} steps, "
+                    seed=args.seed, progress=not args.no_progress, overrides=overrides)
+    mfu = f", MFU {summary['mfu']:.1%}" if summary.get("mfu") is not None else ""
+    stopped = f", stopped by the {summary['stopped']}" if summary.get("stopped") else ""
+    print(f"saved {out} ({summary['n_params']:,} parameters, {summary['steps']} steps{stopped}, "
           f"final loss {summary['final_loss']:.4f}, val loss {summary['final_val_loss']}, "
-          f"{summary['tokens_per_s']:.0f} tokens/s)")
+          f"{summary['tokens_per_s']:.0f} tokens/s{mfu}, {summary['precision']})")
     return 0
 
 
@@ -137,6 +143,19 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--steps", type=int)
     t.add_argument("--seed", type=int)
     t.add_argument("--data-dir")
+    t.add_argument("--data", choices=["file", "stream"],
+                   help="train on train.txt (file, default) or on fresh seeded sequences every step (stream)")
+    t.add_argument("--batch-size", type=int, help="sequences per optimiser step and process")
+    t.add_argument("--lr", type=float, help="peak learning rate")
+    t.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
+                   help="autocast precision (default: bf16 on CUDA, fp32 on CPU)")
+    t.add_argument("--grad-accum", type=int, help="split each batch into this many micro-batches (same update)")
+    t.add_argument("--compile", action="store_true", help="torch.compile the model (falls back to eager on failure)")
+    t.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="stop and save after this many seconds; without --steps the schedule is fitted to it")
+    t.add_argument("--peak-flops", type=float, help="device peak FLOP/s for MFU (default: measured by a matmul probe)")
+    t.add_argument("--save-every", type=int, help="steps between resume saves (default: every validation)")
+    t.add_argument("--data-workers", type=int, help="processes generating streamed batches (default: 0 on CPU)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=cmd_train)
 

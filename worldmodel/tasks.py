@@ -42,7 +42,9 @@ from .sampling import StateSampler
 MODEL: Schema = {"n_layer": int, "n_embd": int, "n_head": int, "n_positions": int, "dropout": float}
 #: ``[train]``: the training loop (:func:`worldmodel.train.train`).
 TRAIN: Schema = {"steps": int, "batch_size": int, "lr": float, "weight_decay": float, "warmup": int,
-                 "eval_every": int, "log_every": int, "keep": str}
+                 "eval_every": int, "log_every": int, "keep": str, "data": str, "precision": str,
+                 "grad_accum": int, "compile": bool, "time_budget": float, "save_every": int,
+                 "data_workers": int, "peak_flops": float}
 #: ``[evaluate]``: :class:`worldmodel.metrics.Settings` fields, plus ``epsilon``.
 EVALUATE: Schema = {"epsilon": float, "acceptance": str, "M": int, "k": int, "trials": int, "max_sample_len": int,
                     "boundary": str, "boundary_len": int, "max_boundary": int, "batch_trials": int, "seed": int,
@@ -211,6 +213,11 @@ class Domain(ABC):
     @abstractmethod
     def generate(self, dataset: str) -> dict[str, list[list[str]]]:
         """Generate ``{"train": [...], "val": [...], "test": [...]}`` for one dataset, seeded."""
+
+    def stream(self, dataset: str):
+        """A seeded :class:`~worldmodel.datastream.SequenceStream` of fresh training sequences
+        of ``dataset``, or None when the dataset exists only as files (the default)."""
+        return None
 
     def ensure_data(self, dataset: str | None = None, data_dir: str | Path | None = None,
                     force: bool = False) -> Path:

@@ -24,6 +24,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from worldmodel.datastream import PackedSequences, SequenceStream
 from worldmodel.errors import WorldModelError
 
 from .world import END_TOKEN, NavigationWorld
@@ -233,17 +234,13 @@ class Generator:
                     out.append(seq)
         return out
 
-    def shortest_paths(self, sizes: dict[str, int], per_tree: int = 1,
-                       max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
-        rng = np.random.default_rng([self.seed, 1])
-        return fill_splits(lambda: self._routes(rng, 0, per_tree), sizes, self.seed, "od",
-                           max_draw_factor * sum(sizes.values()) + 1000, "shortest paths")
+    # -- draws: each returns a function that yields a (possibly empty) list of sequences per call
+    def _shortest_draw(self, rng: np.random.Generator, per_tree: int) -> Callable[[], list[list[str]]]:
+        return lambda: self._routes(rng, 0, per_tree)
 
-    def noisy_shortest_paths(self, sizes: dict[str, int], n_weightings: int = 50, per_tree: int = 1,
-                             max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+    def _noisy_draw(self, rng: np.random.Generator, n_weightings: int, per_tree: int) -> Callable[[], list[list[str]]]:
         if n_weightings < 1:
             raise WorldModelError(f"[data] n_weightings must be at least 1, got {n_weightings}")
-        rng = np.random.default_rng([self.seed, 2])
         if len(self.router.weightings) == 1:
             self.router.add_noisy_weightings(n_weightings, np.random.default_rng([self.seed, 3]))
 
@@ -251,16 +248,13 @@ class Generator:
             k = 1 + int(rng.integers(len(self.router.weightings) - 1))
             return self._routes(rng, k, per_tree)
 
-        return fill_splits(draw, sizes, self.seed, "sequence", max_draw_factor * sum(sizes.values()) + 1000,
-                           "noisy shortest paths")
+        return draw
 
-    def random_walks(self, sizes: dict[str, int], min_moves: int = 2, max_moves: int = 97,
-                     max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+    def _walk_draw(self, rng: np.random.Generator, min_moves: int, max_moves: int) -> Callable[[], list[list[str]]]:
         max_moves = min(int(max_moves), self.max_tokens - 3)
         if not 1 <= min_moves <= max_moves:
             raise WorldModelError(f"[data] random walks need 1 <= min_moves <= max_moves "
                                   f"(<= max_tokens - 3), got {min_moves}..{max_moves}")
-        rng = np.random.default_rng([self.seed, 4])
         m = self.world.map
 
         def draw():
@@ -278,8 +272,81 @@ class Generator:
             seq = self._keep([origin, cur] + dirs + [END_TOKEN], len(dirs) + 1)
             return [] if seq is None else [seq]
 
-        return fill_splits(draw, sizes, self.seed, "none", max_draw_factor * sum(sizes.values()) + 1000,
-                           "random walks")
+        return draw
+
+    def draw(self, dataset: str, rng: np.random.Generator, n_weightings: int = 50, per_tree: int = 1,
+             min_moves: int = 2, max_moves: int = 97) -> Callable[[], list[list[str]]]:
+        """The draw function of one training distribution (``DATASETS``), reading ``rng``."""
+        if dataset == "shortest-paths":
+            return self._shortest_draw(rng, per_tree)
+        if dataset == "noisy-shortest-paths":
+            return self._noisy_draw(rng, n_weightings, per_tree)
+        if dataset == "random-walks":
+            return self._walk_draw(rng, min_moves, max_moves)
+        raise WorldModelError(f"unknown navigation dataset {dataset!r}")
+
+    # -- the data files
+    def shortest_paths(self, sizes: dict[str, int], per_tree: int = 1,
+                       max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+        rng = np.random.default_rng([self.seed, 1])
+        return fill_splits(self._shortest_draw(rng, per_tree), sizes, self.seed, "od",
+                           max_draw_factor * sum(sizes.values()) + 1000, "shortest paths")
+
+    def noisy_shortest_paths(self, sizes: dict[str, int], n_weightings: int = 50, per_tree: int = 1,
+                             max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+        rng = np.random.default_rng([self.seed, 2])
+        return fill_splits(self._noisy_draw(rng, n_weightings, per_tree), sizes, self.seed, "sequence",
+                           max_draw_factor * sum(sizes.values()) + 1000, "noisy shortest paths")
+
+    def random_walks(self, sizes: dict[str, int], min_moves: int = 2, max_moves: int = 97,
+                     max_draw_factor: int = 20) -> dict[str, list[list[str]]]:
+        rng = np.random.default_rng([self.seed, 4])
+        return fill_splits(self._walk_draw(rng, min_moves, max_moves), sizes, self.seed, "none",
+                           max_draw_factor * sum(sizes.values()) + 1000, "random walks")
+
+
+#: Second seed word of the training streams (the files use 1-4).
+STREAM_TAG = 0x5157
+
+
+class NavigationStream(SequenceStream):
+    """Fresh training sequences of one navigation dataset, block by block.
+
+    Block ``i`` draws with ``default_rng([seed, STREAM_TAG, kind, i])`` from the same
+    distribution as the dataset's file, and keeps only sequences whose origin–destination
+    pair hashes to the *train* split (:func:`split_of` with the files' fractions), so no
+    streamed ride shares an OD pair with the validation or test files. Sequences may repeat
+    across blocks (no de-duplication, as in several passes over a file).
+    """
+
+    KINDS = {"shortest-paths": 1, "noisy-shortest-paths": 2, "random-walks": 4}
+
+    def __init__(self, generator: Generator, dataset: str, sizes: dict[str, int], settings: dict,
+                 max_draw_factor: int = 50):
+        if dataset not in self.KINDS:
+            raise WorldModelError(f"unknown navigation dataset {dataset!r}")
+        self.generator = generator
+        self.dataset = dataset
+        total = sum(sizes.values())
+        self.fractions = tuple(sizes[s] / total for s in SPLITS)
+        self.settings = dict(settings)
+        self.max_len = generator.max_tokens
+        self.max_draw_factor = int(max_draw_factor)
+        self._index = {t: i for i, t in enumerate(generator.world.tokens)}
+
+    def block(self, index: int, size: int) -> PackedSequences:
+        gen = self.generator
+        rng = np.random.default_rng([gen.seed, STREAM_TAG, self.KINDS[self.dataset], int(index)])
+        draw = gen.draw(self.dataset, rng, **self.settings)
+        out: list[list[int]] = []
+        for _ in range(self.max_draw_factor * size + 100):
+            for seq in draw():
+                if split_of(seq[0], seq[1], gen.seed, self.fractions) == "train":
+                    out.append([self._index[t] for t in seq])
+            if len(out) >= size:
+                return PackedSequences.from_lists(out[:size], dtype=np.int32)
+        raise WorldModelError(f"{self.dataset} stream: could not draw {size} training sequences "
+                              f"in {self.max_draw_factor * size + 100} tries (is the map too small?)")
 
 
 def iter_od_pairs(sequences: list[list[str]]) -> Iterator[tuple[str, str]]:

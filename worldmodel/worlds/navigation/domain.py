@@ -22,7 +22,7 @@ from typing import Any
 from worldmodel.errors import WorldModelError
 from worldmodel.tasks import Domain
 
-from .data import Generator, iter_od_pairs
+from .data import Generator, NavigationStream, iter_od_pairs
 from .sources import WORLD_KEYS, load_street_map
 from .sampler import NavigationSampler
 from .world import NavigationWorld
@@ -86,7 +86,8 @@ class NavigationDomain(Domain):
         return NavigationSampler(self.world, max_tokens=self.max_tokens(), min_len=int(s.get("min_len", 1)),
                                  max_len=max_len)
 
-    def generate(self, dataset: str) -> dict[str, list[list[str]]]:
+    def _sizes_and_draw(self, dataset: str) -> tuple[dict[str, int], dict[str, int]]:
+        """Split sizes and draw settings of one dataset, checked."""
         if dataset not in DATASETS:
             raise WorldModelError(f"task {self.task.name}: unknown dataset {dataset!r} (known: {', '.join(DATASETS)})")
         cfg = self.data_settings(dataset)
@@ -94,15 +95,27 @@ class NavigationDomain(Domain):
                  "test": int(cfg.get("n_test", 500))}
         if any(v < 0 for v in sizes.values()) or sizes["train"] == 0:
             raise WorldModelError(f"task {self.task.path}: [data] split sizes must be >= 0 and n_train > 0")
-        gen = Generator(self.world, self.task.seed, max_tokens=self.max_tokens())
         per_tree = int(cfg.get("per_tree", 1))
         if per_tree < 1:
             raise WorldModelError(f"task {self.task.path}: [data] per_tree must be at least 1")
+        draw = {"per_tree": per_tree, "n_weightings": int(cfg.get("n_weightings", 50)),
+                "min_moves": int(cfg.get("min_moves", 2)), "max_moves": int(cfg.get("max_moves", 97))}
+        return sizes, draw
+
+    def generate(self, dataset: str) -> dict[str, list[list[str]]]:
+        sizes, d = self._sizes_and_draw(dataset)
+        gen = Generator(self.world, self.task.seed, max_tokens=self.max_tokens())
         if dataset == "shortest-paths":
-            return gen.shortest_paths(sizes, per_tree=per_tree)
+            return gen.shortest_paths(sizes, per_tree=d["per_tree"])
         if dataset == "noisy-shortest-paths":
-            return gen.noisy_shortest_paths(sizes, n_weightings=int(cfg.get("n_weightings", 50)), per_tree=per_tree)
-        return gen.random_walks(sizes, min_moves=int(cfg.get("min_moves", 2)), max_moves=int(cfg.get("max_moves", 97)))
+            return gen.noisy_shortest_paths(sizes, n_weightings=d["n_weightings"], per_tree=d["per_tree"])
+        return gen.random_walks(sizes, min_moves=d["min_moves"], max_moves=d["max_moves"])
+
+    def stream(self, dataset: str) -> NavigationStream:
+        """Every navigation dataset can be streamed: fresh rides of the same distribution, train OD pairs only."""
+        sizes, d = self._sizes_and_draw(dataset)
+        gen = Generator(self.world, self.task.seed, max_tokens=self.max_tokens())
+        return NavigationStream(gen, dataset, sizes, d)
 
     def extra_metrics(self, model, dataset: str | None = None, data_dir=None, progress: bool = False) -> dict:
         """Greedy-decoding capabilities from ``dataset``'s test OD pairs: valid traversals, shortest paths."""

@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...datastream import PackedSequences, SequenceStream
 from ...errors import WorldModelError
 from ...tasks import Domain
-from .engine import random_games
+from .engine import random_games, random_games_array
 from .sampler import OthelloSampler
 from .wthor import load_games
 from .world import OthelloWorld
@@ -59,6 +60,35 @@ def _count(cfg: dict, key: str, default: int, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise WorldModelError(f"{where}: {key} must be a whole number >= 0, got {value!r}")
     return value
+
+
+#: Third seed word of the training stream, so streamed games never reuse the files' uniforms.
+STREAM_TAG = 0x5157
+
+
+class OthelloStream(SequenceStream):
+    """Fresh uniformly random legal games, block by block (the synthetic training stream).
+
+    Block ``i`` plays one game per row of ``default_rng([seed, STREAM_TAG, i])``
+    uniforms with the batched engine (same move rule as :func:`~.engine.random_games`),
+    so it never repeats the games of the data files, which read other uniforms.
+    """
+
+    def __init__(self, world: OthelloWorld, seed: int):
+        if world.size > 8:
+            raise WorldModelError(f"streamed Othello games need a board of at most 8x8, not {world.size}x{world.size}")
+        self.size = world.size
+        self.seed = int(seed)
+        self.max_len = world.size * world.size - 4
+        lut = np.full(world.geometry.squares, -1, dtype=np.int16)
+        for i, t in enumerate(world.tokens):
+            lut[world.square_index(t)] = i
+        self._lut = lut
+
+    def block(self, index: int, size: int) -> PackedSequences:
+        u = np.random.default_rng([self.seed, STREAM_TAG, int(index)]).random((int(size), self.max_len))
+        squares = random_games_array(self.size, u)
+        return PackedSequences.from_padded(np.where(squares >= 0, self._lut[np.maximum(squares, 0)], -1))
 
 
 class OthelloDomain(Domain):
@@ -98,6 +128,10 @@ class OthelloDomain(Domain):
             names.remove(first)
             names.insert(0, first)
         return names
+
+    def stream(self, dataset: str) -> OthelloStream | None:
+        """Synthetic games can be streamed (fresh games every step); championship games are file-only."""
+        return OthelloStream(self.world, self.task.seed) if dataset == "synthetic" else None
 
     def _data_cfg(self, dataset: str) -> dict:
         """``[data]`` keys shared by both datasets, overridden by ``[data.<dataset>]``."""

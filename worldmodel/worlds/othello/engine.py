@@ -352,8 +352,12 @@ def _np_play(n: int, own: np.ndarray, opp: np.ndarray, move: np.ndarray, dirs, f
             opp_can, opp_can | (own_moves != 0))
 
 
-def _random_games_block(n: int, u: np.ndarray) -> list[list[int]]:
-    """Play one block of games, one per row of uniforms ``u``; returns square indices."""
+def random_games_array(n: int, u: np.ndarray) -> np.ndarray:
+    """Play one block of games, one per row of uniforms ``u``, on an ``n × n`` board (n <= 8).
+
+    Returns an ``int16`` array ``(rows, max_moves)`` of square indices, each game's moves
+    followed by -1.
+    """
     rows, max_moves = u.shape
     full = np.uint64((1 << (n * n)) - 1)
     dirs = [(d, np.uint64(m)) for d, m in _directions(n)]
@@ -377,7 +381,12 @@ def _random_games_block(n: int, u: np.ndarray) -> list[list[int]]:
         move = np.uint64(1) << square.astype(np.uint64)
         # implicit passes: the opponent moves if it can, else the mover again, else the end
         own[idx], opp[idx], moves_all[idx], _, live[idx] = _np_play(n, o, p, move, dirs, full)
-    return [[int(s) for s in row[row >= 0]] for row in record]
+    return record
+
+
+def _random_games_block(n: int, u: np.ndarray) -> list[list[int]]:
+    """Play one block of games, one per row of uniforms ``u``; returns square indices."""
+    return [[int(s) for s in row[row >= 0]] for row in random_games_array(n, u)]
 
 
 def random_games(n_games: int, size: int = 8, seed: int = 0, progress: bool = False) -> list[list[int]]:
