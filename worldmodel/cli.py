@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -64,6 +65,8 @@ def cmd_train(args) -> int:
                  "compile": True if args.compile else None}
     summary = train(task, out, dataset=args.dataset, steps=args.steps, data_dir=args.data_dir,
                     seed=args.seed, progress=not args.no_progress, overrides=overrides)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0                     # one line per run, from the main process of a distributed launch
     mfu = f", MFU {summary['mfu']:.1%}" if summary.get("mfu") is not None else ""
     stopped = f", stopped by the {summary['stopped']}" if summary.get("stopped") else ""
     print(f"saved {out} ({summary['n_params']:,} parameters, {summary['steps']} steps{stopped}, "

@@ -75,7 +75,7 @@ from .tasks import Task
 PRECISIONS = ("fp32", "bf16", "fp16")
 DATA_MODES = ("file", "stream")
 #: Sequences generated together by a stream worker (bigger blocks amortise numpy's per-call cost).
-STREAM_CHUNK = 4096
+STREAM_CHUNK = 1024
 #: Validation sequences used (the first ones of ``val.txt``).
 VAL_SEQUENCES = 2000
 RESUME_FILE = "resume.pt"
@@ -390,11 +390,12 @@ def _atomic_torch_save(obj, path: Path) -> None:
 
 def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | None = None,
           data_dir: str | Path | None = None, seed: int | None = None, progress: bool = True,
-          overrides: dict | None = None) -> dict:
+          overrides: dict | None = None, echo=None) -> dict:
     """Train a model for ``task`` on ``dataset`` and save it to ``out``; returns the summary.
 
     ``overrides`` replaces ``[train]`` settings (any :class:`TrainConfig` field, e.g.
-    ``{"precision": "bf16", "time_budget": 240, "data": "stream"}``).
+    ``{"precision": "bf16", "time_budget": 240, "data": "stream"}``). ``echo``, if
+    given, is called with every training-log record (a dict) as it is written.
     """
     from accelerate import Accelerator
 
@@ -574,10 +575,18 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
         """The max or min of ``value`` over processes (so that every process takes the same branch)."""
         if processes == 1:
             return value
-        return float(accelerator.reduce(torch.tensor([float(value)], device=device), reduction=how).item())
+        sign = 1.0 if how == "max" else -1.0           # accelerate reduces by max or sum, not min
+        flag = torch.tensor([sign * float(value)], device=device)
+        return sign * float(accelerator.reduce(flag, reduction="max").item())
 
     def spent() -> float:
         return time.time() - t_start + elapsed_before
+
+    def speed(iv) -> dict:
+        """Throughput of the steps since the last log line (validation and saving excluded)."""
+        dt = max(time.perf_counter() - iv["t"], 1e-9)
+        return {"seconds": dt, "tokens_per_s": iv["tokens"] / dt,
+                "mfu": 6.0 * n_params * iv["positions"] / dt / (peak * processes), "data_wait": iv["wait"] / dt}
 
     # -- loop --------------------------------------------------------------------------
     micro = cfg.batch_size // cfg.grad_accum
@@ -665,12 +674,7 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
             is_eval = step % eval_every == 0 or step == plan["steps"]
             if step % log_every == 0 or is_eval:
                 last_loss = float(loss_dev)             # the only host sync between logs
-                now = time.perf_counter()
-                dt = max(now - interval["t"], 1e-9)
-                rec = {"step": step, "loss": last_loss, "lr": sched.get_last_lr()[0], "seconds": dt,
-                       "tokens_per_s": interval["tokens"] / dt,
-                       "mfu": 6.0 * n_params * interval["positions"] / dt / (peak * processes),
-                       "data_wait": interval["wait"] / dt}
+                rec = {"step": step, "loss": last_loss, "lr": sched.get_last_lr()[0], **speed(interval)}
                 if is_eval and val_ids is not None:
                     if accelerator.is_main_process:
                         rec["val_loss"] = validation_loss(raw, val_ids, vocab.pad_id, device, autocast)
@@ -683,6 +687,8 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
                     history.append(rec)
                     with log_path.open("a") as f:
                         f.write(json.dumps(rec) + "\n")
+                    if echo is not None:
+                        echo(rec)
                     bar.set_postfix(loss=f"{last_loss:.3f}", val=f"{rec.get('val_loss', float('nan')):.3f}",
                                     mfu=f"{rec['mfu']:.1%}")
                 if step % save_every == 0 and step < plan["steps"]:
@@ -702,6 +708,7 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
     final_val = next((h["val_loss"] for h in reversed(history) if "val_loss" in h), None)
     if stopped == "time budget" and val_ids is not None and accelerator.is_main_process:
         rec = {"step": step, "loss": last_loss, "lr": sched.get_last_lr()[0],
+               **(speed(interval) if interval["steps"] else {}),
                "val_loss": validation_loss(raw, val_ids, vocab.pad_id, device, autocast), "stopped": stopped}
         if cfg.keep == "best" and rec["val_loss"] < best:
             best = rec["val_loss"]
@@ -710,6 +717,8 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
         history.append(rec)
         with log_path.open("a") as f:
             f.write(json.dumps(rec) + "\n")
+        if echo is not None:
+            echo(rec)
         final_val = rec["val_loss"]
     accelerator.wait_for_everyone()
     seconds = elapsed_before + (time.time() - t_loop)
