@@ -165,8 +165,8 @@ def main(argv=None) -> int:
     if bad:
         p.error(f"unknown metric(s) {bad}")
 
-    from worldmodel.metrics import Settings
-    from worldmodel.models import HFModel, quiet_transformers
+    from worldmodel import evaluator
+    from worldmodel.models import quiet_transformers
     from worldmodel.tasks import load_task
     from worldmodel.train import train
 
@@ -220,20 +220,13 @@ def main(argv=None) -> int:
         write(report, out)
 
         # -- evaluation on the same device --------------------------------------------------------
-        from worldmodel.cli import evaluate
-
         device = "cuda" if cuda else "cpu"
         report["eval_device"] = device
-        model = HFModel.from_pretrained(ck, task.world, device=device)
+        model = evaluator.build_model(task, checkpoint=ck, device=device)
         model.source = f"{task.name} ({info['steps']} steps, {info['sequences_seen']:,} games)"
-        cfg = dict(task.section("evaluate"))
-        cfg.update(trials=args.trials or size["trials"], M=args.M or size["M"],
-                   probe_sequences=args.probe_sequences or size["probe_sequences"],
-                   probe_epochs=args.probe_epochs or size["probe_epochs"])
-        settings = Settings.from_dict(cfg)
-        boundary = getattr(task.domain, "boundary", None)
-        if boundary and "boundary" not in cfg:
-            settings.boundary = boundary
+        settings = evaluator.settings_for(task, trials=args.trials or size["trials"], M=args.M or size["M"],
+                                          probe_sequences=args.probe_sequences or size["probe_sequences"],
+                                          probe_epochs=args.probe_epochs or size["probe_epochs"])
         report["evaluate_settings"] = settings.to_dict()
         report["metrics"] = {}
         for metric in metrics:
@@ -243,7 +236,8 @@ def main(argv=None) -> int:
                 say(f"{metric}: skipped ({left:.0f} s left)")
                 continue
             t = time.perf_counter()
-            summary = evaluate(task, model, [metric], settings, None, dataset, work / "data", progress=False)
+            summary = evaluator.evaluate(task, model, [metric], settings, None, dataset, work / "data",
+                                         progress=False, extras=False)
             seconds = time.perf_counter() - t
             for name, m in summary["metrics"].items():
                 m = dict(m)
