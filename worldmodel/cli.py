@@ -6,6 +6,8 @@
     worldmodel evaluate TASK (--checkpoint DIR | --model true|untrained)
                         [--metrics compression,distinction,next-token,probe]
                         [--trials N] [--epsilon E | --acceptance SPEC] [--out FILE]
+    worldmodel extract TASK (--checkpoint DIR | --model true|untrained) [--acceptance SPEC]
+                       [--max-states N] [--max-queries N] [--out DIR]
 
 ``TASK`` is a name in ``tasks/`` or a path to a TOML file. Worlds add their own
 commands (``reconstruct``, ``detours``, ``llm-eval``, ...) through the modules
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -119,6 +122,53 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def _extract_command(args) -> str:
+    """The command line that reproduces this run (given options only)."""
+    parts = ["worldmodel", "extract", args.task]
+    for opt in ("checkpoint", "model", "epsilon", "acceptance", "max_states", "max_queries", "depth", "walks",
+                "walk_len", "seed", "out"):
+        value = getattr(args, opt)
+        default = {"max_states": 200, "max_queries": 1_000_000, "depth": 1, "walks": 1000}.get(opt)
+        if value is not None and value != default:
+            parts += ["--" + opt.replace("_", "-"), str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def cmd_extract(args) -> int:
+    from .evaluator import build_model, settings_for
+    from .extract_report import run_extraction
+    from .tasks import load_task
+
+    if bool(args.checkpoint) == bool(args.model):
+        raise WorldModelError("give exactly one of --checkpoint DIR or --model true|untrained")
+    for name in ("max_states", "max_queries", "walks", "walk_len"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise WorldModelError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.depth < 0:
+        raise WorldModelError("--depth must be at least 0")
+    task = load_task(args.task)
+    acceptance = settings_for(task, acceptance=args.acceptance, epsilon=args.epsilon).acceptance
+    seed = args.seed if args.seed is not None else task.seed
+    model = build_model(task, args.checkpoint, args.model, seed=seed, device=args.device)
+    name = str(args.checkpoint) if args.checkpoint else args.model
+    command = _extract_command(args)
+    s = run_extraction(task, model, name, acceptance, out=args.out, max_states=args.max_states,
+                       max_queries=args.max_queries, depth=args.depth, walks=args.walks, walk_len=args.walk_len,
+                       seed=seed, command=command, progress=not args.no_progress)
+    learn, d = s["learning"], s["diff"]
+    status = "complete" if learn["complete"] else f"stopped: {learn['stopped']}"
+    print(f"learned {d['learned_states']} states ({status}); world {d['true_states']} states; "
+          f"equivalent: {'yes' if d['equivalent'] else 'no'}")
+    print(f"{learn['membership']:,} membership queries ({learn['cached']:,} cached), {learn['tests']:,} test words, "
+          f"{learn['nodes']:,} prefixes read by the model, {learn['seconds']:.1f} s")
+    print(f"merged true-state pairs {d['merged_pairs']}, split true states {d['split_true_states']}, "
+          f"model-only transitions {d['model_allows_world_refuses']}, "
+          f"world-only transitions {d['world_allows_model_refuses']}")
+    if args.out:
+        print(f"wrote {args.out}/automaton.json, report.md, automaton.dot, automaton.png")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors become :class:`WorldModelError`: one line ``worldmodel: error: …``, exit 2."""
 
@@ -191,6 +241,24 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--list", action="store_true", help="list the data sets and where each resolves")
     f.add_argument("--no-progress", action="store_true")
     f.set_defaults(func=cmd_fetch)
+
+    x = sub.add_parser("extract", help="learn the automaton a model implies (L*) and diff it against the world")
+    x.add_argument("task")
+    x.add_argument("--checkpoint", help="a folder written by `worldmodel train`")
+    x.add_argument("--model", choices=["true", "untrained"])
+    x.add_argument("--epsilon", type=float, help="acceptance threshold (default: the task's, else 0.01)")
+    x.add_argument("--acceptance", help="epsilon:E, top-k:K or top-p:P (overrides --epsilon)")
+    x.add_argument("--max-states", type=int, default=200, help="stop when a hypothesis would exceed N states (200)")
+    x.add_argument("--max-queries", type=int, default=1_000_000,
+                   help="budget of membership queries plus test words (1,000,000)")
+    x.add_argument("--depth", type=int, default=1, help="W-method depth of the equivalence test (1)")
+    x.add_argument("--walks", type=int, default=1000, help="random test walks per equivalence query (1000)")
+    x.add_argument("--walk-len", type=int, help="longest test walk (default: the task's [data] max_len, else 20)")
+    x.add_argument("--seed", type=int, help="test-walk seed (default: the task's)")
+    x.add_argument("--device", default="cpu")
+    x.add_argument("--out", help="folder for automaton.json, report.md, automaton.dot and automaton.png")
+    x.add_argument("--no-progress", action="store_true")
+    x.set_defaults(func=cmd_extract)
 
     for name in registry.command_modules():
         importlib.import_module(name).register(sub)

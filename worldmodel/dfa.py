@@ -90,6 +90,10 @@ class World(ABC):
         """A JSON-friendly name for a state, used to group trials in results."""
         return repr(state)
 
+    def token_text(self, token: Token) -> str:
+        """A token in words, for reports (the token itself unless a world says otherwise)."""
+        return str(token)
+
     def probe_targets(self, state: Hashable) -> np.ndarray | None:
         """Integer labels a linear probe should read off a model's hidden state.
 

@@ -169,6 +169,10 @@ class SeatingWorld(World):
             return "REJECT"
         return ",".join(sorted("".join(p) for p in state))
 
+    def token_text(self, token: str) -> str:
+        """The statement in words: ``"A_is_in_seat_1"`` -> ``"A is in seat 1"``."""
+        return statement_text(token)
+
     def probe_targets(self, state) -> np.ndarray | None:
         """One 0/1 label per seating: is it still consistent with the statements so far?"""
         if state is REJECT:
