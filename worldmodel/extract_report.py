@@ -105,8 +105,8 @@ def report_markdown(title: str, command: str, settings: dict, ex: Extraction, d:
         f"call) and {s.tests:,} test words; the model read {s.nodes:,} distinct prefixes in {s.model_calls} "
         f"batched calls ({s.sequences:,} sequences). Wall time {ex.seconds:.1f} s.",
         f"- On {agree['walks']} fresh world random walks ({agree['positions']:,} positions), the model's allowed "
-        f"set equals the learned automaton's at {agree['learned']:.1%} of the positions and the world's valid set "
-        f"at {agree['world']:.1%}.", "",
+        f"set equals the learned automaton's at {agree['learned']:.2%} of the positions and the world's valid set "
+        f"at {agree['world']:.2%}.", "",
         f"## Against the world ({d.n_true} true states)", ""]
     if d.equivalent:
         if ex.complete:
@@ -132,8 +132,8 @@ def report_markdown(title: str, command: str, settings: dict, ex: Extraction, d:
         per = ", ".join(f"T{t}: {k}" for t, k in sorted(d.split_sizes.items()))
         lines += [f"Learned states per split true state: {per}.", ""]
     if d.merges:
-        lines += ["### Merged true states (first witnesses)", ""]
-        for m in d.merges[:witnesses]:
+        lines += ["### Merged true states (first witnesses, those the model confirms first)", ""]
+        for m in sorted(d.merges, key=lambda m: not m.confirmed)[:witnesses]:  # confirmed ones first
             a, b = m.true
             first = "first" if m.valid_after == 0 else "second"
             alike = m.model[0] if m.confirmed else None
@@ -147,15 +147,15 @@ def report_markdown(title: str, command: str, settings: dict, ex: Extraction, d:
                          + tail)
         lines.append("")
     if d.splits:
-        lines += ["### Split true states (first witnesses)", ""]
-        for x in d.splits[:witnesses]:
+        lines += ["### Split true states (first witnesses, those the model confirms first)", ""]
+        for x in sorted(d.splits, key=lambda x: not x.confirmed)[:witnesses]:
             yes = "first" if x.allowed_after == 0 else "second"
             no = "second" if x.allowed_after == 0 else "first"
             tail = ("(checked on the model itself)" if x.confirmed else
                     "(the model itself answers alike here: an artefact of the incomplete extraction)")
             lines.append(f"- {words.state(x.true)} (learned states L{x.learned[0]} and L{x.learned[1]}): after "
-                         f"these two orders, {words.word(x.prefixes[0])} and {words.word(x.prefixes[1])}, which "
-                         f"leave the world in the same state, the model answers differently about "
+                         f"these two sequences, {words.word(x.prefixes[0])} and {words.word(x.prefixes[1])}, which "
+                         f"lead the world to the same state, the model answers differently about "
                          f"{words.word(x.suffix)}: it allows it after the {yes} and refuses it after the {no} {tail}.")
         lines.append("")
     if d.extra or d.missing:
@@ -213,7 +213,12 @@ def automaton_png(dfa: ExplicitDFA, d: Diff, words: _Words, title: str, path: Pa
     labels = _edge_labels(dfa, words)
     g.add_edges_from(labels)
     n = dfa.n_states
-    pos = nx.kamada_kawai_layout(g) if 1 < n <= 80 else nx.spring_layout(g, seed=0)
+    # layers by distance from the start, left to right
+    depth = nx.single_source_shortest_path_length(g, dfa.start)
+    far = max(depth.values()) + 1
+    for q in g.nodes:
+        g.nodes[q]["layer"] = depth.get(q, far)
+    pos = nx.multipartite_layout(g, subset_key="layer")
     colours = _palette(d.n_true)
     dom = d.dominant()
     fill = [colours[t] if t is not None else "#dddddd" for t, _ in dom]
@@ -225,11 +230,9 @@ def automaton_png(dfa: ExplicitDFA, d: Diff, words: _Words, title: str, path: Pa
                            linewidths=[2.5 if q == dfa.start else 0.8 for q in range(n)], ax=ax)
     loops = [(a, b) for a, b in g.edges if a == b]
     nx.draw_networkx_edges(g, pos, edgelist=[e for e in g.edges if e[0] != e[1]], node_size=node_size,
-                           arrowsize=10, width=0.7, alpha=0.6, connectionstyle="arc3,rad=0.1", ax=ax)
-    if loops:
-        nx.draw_networkx_edges(g, pos, edgelist=loops, node_size=node_size, arrowsize=8, width=0.7, alpha=0.6, ax=ax)
+                           arrowsize=10, width=0.7, alpha=0.6, connectionstyle="arc3,rad=0.15", ax=ax)
     nx.draw_networkx_labels(g, pos, labels={q: f"L{q}" for q in range(n)}, font_size=8 if n <= 30 else 5, ax=ax)
-    if n <= 20:
+    if g.number_of_edges() <= 30:
         nx.draw_networkx_edge_labels(g, pos, edge_labels={k: v for k, v in labels.items() if k[0] != k[1]},
                                      font_size=6, label_pos=0.4, ax=ax)
     used = sorted({t for t, _ in dom if t is not None})
@@ -238,10 +241,10 @@ def automaton_png(dfa: ExplicitDFA, d: Diff, words: _Words, title: str, path: Pa
         handles.append(Patch(facecolor="#dddddd", edgecolor="#555555", label="no valid prefix"))
     ax.legend(handles=handles, title="true state overlapped most", fontsize=7, title_fontsize=8,
               loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title + ("\n(self-loops not drawn; see automaton.dot)" if loops else ""), fontsize=10)
     ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=110 if n <= 60 else 72, bbox_inches="tight")
     plt.close(fig)
 
 
