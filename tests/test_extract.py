@@ -7,7 +7,7 @@ import pytest
 
 from worldmodel.acceptance import Epsilon, TopK
 from worldmodel.cli import main
-from worldmodel.dfa import ExplicitDFA, counterexample, equivalent, random_dfa
+from worldmodel.dfa import REJECT, ExplicitDFA, counterexample, equivalent, random_dfa
 from worldmodel.extract import (Conformance, ModelAcceptor, RandomWalkTester, WMethodTester, diff, explicit_world,
                                 extract, lstar)
 from worldmodel.models import HFModel, TrueWorldModel, Vocabulary
@@ -138,7 +138,7 @@ def _valid(world, word):
     q = world.initial_state()
     for t in word:
         q = world.step(q, t)
-        if q is not None and str(q) == "REJECT":
+        if q is REJECT:
             return False
     return True
 
@@ -182,6 +182,13 @@ def test_extract_command_reports_merges_in_words_for_seating(tmp_path, capsys):
     assert " is in seat " in report and "_is_" not in report.split("## Against the world")[1].split("## Picture")[0]
     doc = json.loads((out / "automaton.json").read_text())
     assert doc["true"]["n_states"] == 19
+
+
+def test_extract_command_refuses_a_bad_out_before_any_work(tmp_path, capsys):
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    rc = main(["extract", "toy-dfa", "--model", "true", "--out", str(target)])
+    assert rc == 2 and "not a folder" in capsys.readouterr().err and target.read_text() == "x"
 
 
 def test_extract_command_refuses_a_world_out_of_reach(tmp_path, capsys):

@@ -28,8 +28,8 @@ import numpy as np
 
 from .acceptance import AcceptanceRule
 from .dfa import ExplicitDFA, Token
-from .errors import WorldModelError
 from .extract import Diff, Extraction, agreement, diff, explicit_world, extract
+from .results import check_writable
 
 
 def _palette(n: int) -> list[str]:
@@ -295,6 +295,8 @@ def run_extraction(task, model, model_name: str, acceptance: AcceptanceRule, out
     """
     from tqdm.auto import tqdm
 
+    if out is not None:
+        check_writable(out, "--out", folder=True)
     world = task.world
     true, labels = explicit_world(world, max_true_states)
     if walk_len is None:
@@ -318,8 +320,6 @@ def run_extraction(task, model, model_name: str, acceptance: AcceptanceRule, out
     doc["learning"]["seconds_with_diff"] = round(total, 2)
     if out is not None:
         out = Path(out)
-        if out.exists() and not out.is_dir():
-            raise WorldModelError(f"--out {out} exists and is not a folder")
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=out.parent))
         try:
