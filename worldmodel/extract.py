@@ -612,7 +612,7 @@ def explicit_world(world: World, max_states: int = 5000) -> tuple[ExplicitDFA, l
                 if len(states) >= max_states:
                     raise WorldModelError(
                         f"the {world.name} world has more than {max_states:,} reachable states: its whole automaton "
-                        f"is out of reach for extraction (use a toy or seating task)")
+                        f"is out of reach for extraction, which compares against every true state")
                 ids[nxt] = len(states)
                 states.append(nxt)
                 queue.append(nxt)
