@@ -6,7 +6,7 @@ For each task this runs ``worldmodel extract TASK --checkpoint CK --out results/
 on the checkpoint its reproduction script trains (``runs/toy-dfa/checkpoint`` from
 ``scripts/reproduce_toy.py``, ``runs/seating/gpt2-seating`` from
 ``scripts/reproduce_seating.py``); a missing checkpoint is trained first, with the
-same data folder and the task's seed, so it is the same model.
+same data folder and the task's seed (``checkpoints.reuse_or_train``), so it is the same model.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from worldmodel.checkpoints import reuse_or_train
 from worldmodel.cli import main as worldmodel
 from worldmodel.tasks import load_task
-from worldmodel.train import train
 
 CHECKPOINTS = {  # task -> (checkpoint, data folder), as the reproduction scripts lay them out
     "toy-dfa": ("runs/toy-dfa/checkpoint", "runs/toy-dfa/data"),
@@ -32,9 +32,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     for name in args.tasks:
         ck, data = CHECKPOINTS[name]
-        if not (Path(ck) / "training.json").exists():
-            info = train(load_task(name), Path(ck), data_dir=Path(data))
-            print(f"trained {ck}: {info['n_params']:,} parameters, {info['steps']} steps")
+        task = load_task(name)
+        reuse_or_train(task, task.domain.datasets()[0], Path(ck), data_dir=Path(data))
         rc = worldmodel(["extract", name, "--checkpoint", ck, "--out", f"{args.results}/{name}/extract"])
         if rc:
             return rc
