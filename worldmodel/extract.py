@@ -330,10 +330,11 @@ class WMethodTester:
     """The W-method: ``access · middle · suffix`` for every state, every hypothesis path ``middle``
     of at most ``depth`` tokens, and every suffix of the characterisation set.
 
-    Because each prefix's whole allowed set is compared, a depth of ``d`` also
-    tests middles of ``d + 1`` tokens; it finds every counterexample when the
-    model's automaton has at most ``depth + 1`` states more than the hypothesis
-    (and agrees with the hypothesis on what it reads).
+    Access words times one-token middles is the transition cover, so this is
+    the W-method's test suite for a model automaton with at most ``depth - 1``
+    states more than the hypothesis (``depth = 1``: as many states), which it
+    then cannot miss; on top, every prefix's whole allowed set is compared, so
+    every one-token extension of every test word is tested as well.
     """
 
     def __init__(self, depth: int = 1):
