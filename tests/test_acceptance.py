@@ -14,7 +14,16 @@ def test_epsilon_is_strict():
 
 def test_top_k():
     assert TopK(2).mask(P).tolist() == [[True, True, False, False, False]]
-    assert TopK(10).mask(P).all()
+    # more k than tokens of positive probability: the probability-0 token stays refused
+    assert TopK(10).mask(P).tolist() == [[True, True, True, True, False]]
+
+
+def test_no_rule_allows_probability_zero_and_ties_are_kept():
+    """The true world model's rows: uniform over the valid tokens, 0 elsewhere."""
+    U = torch.tensor([[0.25, 0.0, 0.25, 0.25, 0.0, 0.25], [0.5, 0.0, 0.0, 0.0, 0.0, 0.5]], dtype=torch.float64)
+    valid = (U > 0).tolist()
+    for rule in (Epsilon(0.01), TopK(1), TopK(3), TopK(6), TopP(0.1), TopP(0.9), TopP(1.0)):
+        assert rule.mask(U).tolist() == valid, rule
 
 
 def test_top_p_smallest_set_exceeding_p():

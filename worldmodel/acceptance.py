@@ -6,7 +6,15 @@ top-p. A rule is one object passed everywhere (sampling, suffix scoring, detours
 it never travels as a bare float.
 
 Every rule maps a tensor of next-token distributions (last dimension = vocabulary)
-to a boolean mask of the same shape.
+to a boolean mask of the same shape. No rule ever allows a token of probability 0
+(``m(a | s) > 0`` is the paper's definition of "allowed"), and top-k and top-p keep
+every token tied with the last one they keep, so the true world model (uniform over
+the valid tokens) is allowed exactly its valid tokens under ε and under top-k / top-p
+whenever k or p reaches the last valid token, and scores 1.0 under every rule.
+
+What happens when a rule allows *no* token while sampling (an untrained model over a
+large vocabulary has no token above ε) is the sampler's business, not the rule's:
+see ``keep_top`` in :meth:`worldmodel.models.SequenceModel.sample`.
 """
 
 from __future__ import annotations
@@ -57,7 +65,7 @@ class Epsilon(AcceptanceRule):
 
 @dataclass(frozen=True)
 class TopK(AcceptanceRule):
-    """Allowed when among the ``k`` most probable tokens (ties broken by token order)."""
+    """Allowed when among the ``k`` most probable tokens, ties with the ``k``-th included; never at probability 0."""
 
     k: int
 
@@ -67,9 +75,8 @@ class TopK(AcceptanceRule):
 
     def mask(self, probs):
         k = min(self.k, probs.shape[-1])
-        idx = torch.topk(probs, k, dim=-1).indices
-        out = torch.zeros_like(probs, dtype=torch.bool)
-        return out.scatter(-1, idx, True)
+        kth = torch.topk(probs, k, dim=-1).values[..., -1:]
+        return (probs >= kth) & (probs > 0)
 
     def spec(self):
         return f"top-k:{self.k}"
@@ -77,7 +84,11 @@ class TopK(AcceptanceRule):
 
 @dataclass(frozen=True)
 class TopP(AcceptanceRule):
-    """Allowed when in the smallest set of top tokens whose total probability exceeds ``p``."""
+    """Allowed when in the smallest set of top tokens whose total probability exceeds ``p``.
+
+    Tokens tied with the least probable member of that set are allowed too, and a
+    token of probability 0 never is.
+    """
 
     p: float
 
@@ -90,8 +101,10 @@ class TopP(AcceptanceRule):
         before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass strictly above each token
         keep_sorted = before <= self.p
         keep_sorted[..., 0] = True
-        out = torch.zeros_like(keep_sorted)
-        return out.scatter(-1, order, keep_sorted)
+        # the least probability in the set (sorted descending: the last kept entry)
+        last = keep_sorted.sum(-1, keepdim=True) - 1
+        floor = torch.gather(sorted_p, -1, last)
+        return (probs >= floor) & (probs > 0)
 
     def spec(self):
         return f"top-p:{self.p:g}"

@@ -103,6 +103,15 @@ class World(ABC):
         """
         return None
 
+    def next_token_positions(self, sequence: Sequence[Token]) -> range:
+        """The prefix lengths ``j`` at which the next-token test asks for ``sequence[j]``.
+
+        Every prefix by default (``j = 0 .. len - 1``). A world whose sequences open
+        with given context (navigation: origin and destination) names only the
+        positions the model must predict, as the paper's code does.
+        """
+        return range(len(sequence))
+
     def check_tokens(self, tokens: Sequence[Token], what: str = "sequence") -> None:
         """Raise :class:`WorldModelError` naming the first token not in the alphabet."""
         known = self._token_set()

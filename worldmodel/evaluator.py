@@ -19,7 +19,8 @@ from typing import Sequence
 from .errors import WorldModelError
 
 #: settings that command-line flags may override, by ``[evaluate]`` key
-OVERRIDABLE = ("trials", "M", "k", "seed", "probe_sequences", "probe_epochs")
+OVERRIDABLE = ("trials", "M", "k", "seed", "probe_sequences", "probe_epochs", "keep_top", "next_token_positions",
+               "next_token_pooling")
 
 
 def build_model(task, checkpoint: str | Path | None = None, model: str | None = None, seed: int = 0,
@@ -87,7 +88,8 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
         check_writable(out, "--out")  # before any work: a bad output path fails at once
     results = {}
     source = getattr(model, "source", model.name)
-    base_settings = {"task": task.name, "model": source, **settings.to_dict()}
+    # the dataset is part of the header: a rerun on other data never resumes these trials
+    base_settings = {"task": task.name, "model": source, "dataset": dataset, **settings.to_dict()}
 
     def log(name):
         if out is None:

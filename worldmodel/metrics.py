@@ -34,10 +34,29 @@ the standard error is over states. Each trial draws everything (its prefixes,
 the uniforms that drive the model's sampling) from its own seed, derived from the
 run seed and its index, so trials can be batched, interrupted and resumed freely.
 
-The **next-token test** asks, on every prefix of held-out sequences, whether the
-model's top-1 token is valid in the world. The **current-state probe** fits a
-linear map from the model's last hidden layer to the world's state labels
-(:meth:`World.probe_targets`) and reports held-out accuracy.
+The **next-token test** asks, at the positions of held-out sequences that the
+world names (:meth:`World.next_token_positions`: every prefix by default, the moves
+after origin and destination for navigation), whether the model's top-1 token is
+valid in the world. The **current-state probe** fits a linear map from the model's
+last hidden layer to the world's state labels (:meth:`World.probe_targets`) and
+reports held-out accuracy.
+
+Conventions that follow the authors' code (keyonvafa/world-model-evaluation), each
+a default with a setting for the other behaviour:
+
+* ``keep_top=True``: while sampling, where the acceptance rule allows no token the
+  most likely one is drawn (Hugging Face ``epsilon_cutoff`` keeps at least one
+  token); the check after the other prefix still applies the rule itself. Each
+  compression/distinction trial records ``kept_top``, the number of its samples
+  that needed this. ``keep_top=False``: the sample ends there (an empty sample is
+  then allowed after any prefix).
+* ``next_token_positions="world"``: only the positions the world names
+  (``"all"``: every prefix); ``next_token_pooling="tokens"``: the score is the share
+  of all scored positions (``"sequences"``: the mean of per-sequence shares). The
+  pooled standard error is the ratio estimator's, clustered by sequence.
+* A model without a BOS token (the paper's and Li et al.'s checkpoints) reads the
+  first token of a sequence as context and never predicts it; the next-token test
+  skips that position and the probe starts after it.
 """
 
 from __future__ import annotations
@@ -54,7 +73,7 @@ from .acceptance import AcceptanceRule, Epsilon, parse_acceptance
 from .dfa import REJECT, World, exact_boundary, first_rejection, sampled_boundary
 from .errors import TrialSkipped, WorldModelError
 from .models import SequenceModel
-from .results import MetricResult, TrialLog, aggregate, trial_seed
+from .results import MetricResult, TrialLog, aggregate, pooled, trial_seed
 from .sampling import PrefixPair, StateSampler
 
 ALL_METRICS = ("compression", "distinction", "next-token", "probe")
@@ -78,8 +97,17 @@ class Settings:
     probe_epochs: int = 100
     probe_lr: float = 0.01
     probe_batch: int = 2048
+    keep_top: bool = True  #: sample the top token where the rule allows none (the authors' sampler)
+    next_token_positions: str = "world"  #: "world" (the positions it names) or "all" (every prefix)
+    next_token_pooling: str = "tokens"  #: "tokens" (share of all positions) or "sequences" (mean per sequence)
 
     def __post_init__(self):
+        if self.next_token_positions not in ("world", "all"):
+            raise WorldModelError(f"next_token_positions must be 'world' or 'all', not {self.next_token_positions!r}")
+        if self.next_token_pooling not in ("tokens", "sequences"):
+            raise WorldModelError(f"next_token_pooling must be 'tokens' or 'sequences', not {self.next_token_pooling!r}")
+        if not isinstance(self.keep_top, bool):
+            raise WorldModelError(f"evaluate setting keep_top must be true or false, got {self.keep_top!r}")
         def whole(name, low, value):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise WorldModelError(f"evaluate setting {name} must be a whole number >= {low}, got {value!r}")
@@ -118,11 +146,12 @@ class Settings:
 
 
 def _context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
-    """How many tokens may follow a prefix within the model's context (BOS counted)."""
+    """How many tokens may follow a prefix within the model's context (a BOS counted where there is one)."""
     cap = getattr(model, "max_positions", None)
     if cap is None:
         return want
-    return max(0, min(want, int(cap) - prefix_len - 1))
+    bos = 1 - int(getattr(model, "context_tokens", 0))
+    return max(0, min(want, int(cap) - prefix_len - bos))
 
 
 class _Runner:
@@ -185,12 +214,12 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
         us = [it[1][1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
               for it, p in zip(items, pairs)]
         res = model.sample_contrast([p.prefix1 for p in pairs], [p.prefix2 for p in pairs], us, s.acceptance,
-                                    world.stop_tokens, halt_on_reject=True)
+                                    world.stop_tokens, halt_on_reject=True, keep_top=s.keep_top)
         out = []
         for (base, (pair, _), _), group in zip(items, res):
             bad = [x for x, j in group if j is not None]
             rec = {**base, "status": "ok", **_pair_fields(pair, world), "score": float(not bad),
-                   "n_samples": len(group)}
+                   "n_samples": len(group), "kept_top": getattr(group, "kept_top", None)}
             if bad:
                 rec["example"] = list(bad[0])
             out.append(rec)
@@ -229,7 +258,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
         us = [d[1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
               for d, p in zip(draws, pairs)]
         contrast = model.sample_contrast([p.prefix1 for p in pairs], [p.prefix2 for p in pairs], us, s.acceptance,
-                                         world.stop_tokens)
+                                         world.stop_tokens, keep_top=s.keep_top)
         # the true boundary after s1 and after s2, in one batched scoring call
         prefixes = [p.prefix1 for p in pairs] + [p.prefix2 for p in pairs]
         groups = [d[2] for d in draws] + [d[2] for d in draws]
@@ -256,6 +285,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
             out.append({**base, "status": "ok", **_pair_fields(pair, world),
                         "scores": {"distinction_precision": precision, "distinction_recall": recall},
                         "model_boundary_size": len(model_b), "true_boundary_size": true_size,
+                        "kept_top": getattr(contrast[t], "kept_top", None),
                         "true_boundary_scored": len(true_b)})
         return out
 
@@ -268,17 +298,26 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
 
 def next_token(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]], settings: Settings,
                log: TrialLog | None = None, progress: bool = True) -> MetricResult:
-    """Share of prefixes of held-out sequences whose top-1 next token is valid.
+    """Share of scored positions of held-out sequences whose top-1 next token is valid.
 
-    One trial per sequence (the first ``settings.trials`` sequences): its score is
-    the share of its prefixes ``x[:j]`` (``j = 0..len-1``) at which the model's most
-    probable token is valid from the state reached.
+    One trial per sequence (the first ``settings.trials`` sequences). The positions
+    are the prefix lengths ``j`` the world names (``settings.next_token_positions``),
+    less the first token for a model that reads it as context (no BOS); at each the
+    question is whether the model's most probable token is valid from the state that
+    ``x[:j]`` reaches. Each trial records ``n_correct`` and ``n_prefixes``; the
+    result pools them over sequences (``next_token_pooling="tokens"``, the paper's
+    code) or averages per-sequence shares (``"sequences"``).
     """
     s = settings
     runner = _Runner("next-token", s, log, progress)
     seqs = list(sequences)[: s.trials]
     if not seqs:
         raise WorldModelError("next-token test: no held-out sequences")
+    context = int(getattr(model, "context_tokens", 0))
+
+    def positions(seq):
+        named = world.next_token_positions(seq) if s.next_token_positions == "world" else range(len(seq))
+        return [j for j in named if j >= context]
 
     def draw(i, rng):
         return i
@@ -291,17 +330,24 @@ def next_token(world: World, model: SequenceModel, sequences: Sequence[Sequence[
             seq = seqs[i]
             state = world.initial_state()
             ok = []
+            scored = set(positions(seq))
             for j in range(len(seq)):
-                top = model.tokens[int(np.argmax(p[j]))] if p[j].max() > 0 else None
-                ok.append(top is not None and world.step(state, top) is not REJECT)
+                if j in scored:
+                    top = model.tokens[int(np.argmax(p[j]))] if p[j].max() > 0 else None
+                    ok.append(top is not None and world.step(state, top) is not REJECT)
                 state = world.step(state, seq[j])
                 if state is REJECT:
                     raise WorldModelError(f"held-out sequence {i} is not valid in the {world.name} world")
-            out.append({**base, "status": "ok", "key": str(i), "pair": str(i), "score": float(np.mean(ok)),
-                        "n_prefixes": len(ok)})
+            rec = {**base, "status": "ok", "key": str(i), "pair": str(i), "n_correct": int(sum(ok)),
+                   "n_prefixes": len(ok), "score": float(np.mean(ok)) if ok else None}
+            if not ok:
+                rec["reason"] = "no scored position"
+            out.append(rec)
         return out
 
     trials = runner.run(len(seqs), draw, batch)
+    if s.next_token_pooling == "tokens":
+        return pooled("next_token", trials, "n_correct", "n_prefixes")
     return aggregate("next_token", trials)
 
 

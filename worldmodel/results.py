@@ -93,6 +93,30 @@ def aggregate(name: str, trials: Iterable[dict], score_key: str | None = None) -
     return MetricResult(name, mean, se, n_ok, int(sum(failures.values())), n_groups, dict(failures))
 
 
+def pooled(name: str, trials: Iterable[dict], hits_key: str, total_key: str) -> MetricResult:
+    """``Σ hits / Σ total`` over trials (e.g. correct positions over all positions).
+
+    The standard error is that of a ratio estimator with the trials as clusters:
+    ``sqrt(n / (n - 1) · Σ (h_i - r t_i)²) / Σ t_i``. Trials not ``ok``, or with no
+    total, count as not run.
+    """
+    hits, totals = [], []
+    failures: Counter[str] = Counter()
+    for t in trials:
+        if t.get("status") != "ok" or not t.get(total_key):
+            failures[str(t.get("reason", "no score"))] += 1
+            continue
+        hits.append(float(t[hits_key]))
+        totals.append(float(t[total_key]))
+    n = len(totals)
+    if n == 0:
+        return MetricResult(name, float("nan"), float("nan"), 0, int(sum(failures.values())), 0, dict(failures))
+    h, tot = np.array(hits), np.array(totals)
+    r = float(h.sum() / tot.sum())
+    se = float(math.sqrt(n / (n - 1) * float(((h - r * tot) ** 2).sum())) / tot.sum()) if n > 1 else 0.0
+    return MetricResult(name, r, se, n, int(sum(failures.values())), n, dict(failures))
+
+
 def trial_seed(run_seed: int, metric: str, index: int) -> int:
     """A seed for one trial that depends only on the run seed, the metric and the index."""
     ss = np.random.SeedSequence([int(run_seed), _stable_hash(metric), int(index)])

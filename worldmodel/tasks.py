@@ -48,7 +48,8 @@ TRAIN: Schema = {"steps": int, "batch_size": int, "lr": float, "weight_decay": f
 #: ``[evaluate]``: :class:`worldmodel.metrics.Settings` fields, plus ``epsilon``.
 EVALUATE: Schema = {"epsilon": float, "acceptance": str, "M": int, "k": int, "trials": int, "max_sample_len": int,
                     "boundary": str, "boundary_len": int, "max_boundary": int, "batch_trials": int, "seed": int,
-                    "probe_sequences": int, "probe_epochs": int, "probe_lr": float, "probe_batch": int}
+                    "probe_sequences": int, "probe_epochs": int, "probe_lr": float, "probe_batch": int,
+                    "keep_top": bool, "next_token_positions": str, "next_token_pooling": str}
 #: Top-level keys of every task file (sections apart).
 TOP: Schema = {"name": str, "domain": str, "seed": int}
 CORE_SECTIONS: dict[str, Schema] = {"model": MODEL, "train": TRAIN, "evaluate": EVALUATE}

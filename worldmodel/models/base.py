@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import torch
 
 from ..acceptance import AcceptanceRule
 from ..dfa import Token
@@ -47,6 +48,43 @@ class Scored:
     def first_rejected(self) -> int | None:
         bad = np.flatnonzero(~self.accepted)
         return int(bad[0]) if len(bad) else None
+
+
+class SampleGroup(list):
+    """The samples drawn after one prefix (a list), and how many of them used ``keep_top``.
+
+    ``kept_top`` counts the samples in which, at some step, the acceptance rule
+    allowed no token and the most likely token was drawn instead (see
+    :meth:`SequenceModel.sample`).
+    """
+
+    kept_top: int = 0
+
+    def __init__(self, items=(), kept_top: int = 0):
+        super().__init__(items)
+        self.kept_top = int(kept_top)
+
+
+def sampling_mask(probs, allowed, keep_top: bool):
+    """The tokens a sampler may draw: ``allowed`` and of positive probability.
+
+    With ``keep_top``, a row where no token is left keeps its most likely token (if
+    that has positive probability): the authors' sampler (Hugging Face
+    ``generate(epsilon_cutoff=ε)``) always keeps at least one token. Works on torch
+    tensors and numpy arrays of shape ``(..., V)``; returns ``(mask, used)`` where
+    ``used`` marks the rows that fell back on their top token.
+    """
+    if isinstance(probs, np.ndarray):
+        mask, used = sampling_mask(torch.as_tensor(probs), torch.as_tensor(np.asarray(allowed, dtype=bool)), keep_top)
+        return mask.numpy(), used.numpy()
+    mask = allowed & (probs > 0)
+    if not keep_top:
+        return mask, torch.zeros(mask.shape[:-1], dtype=torch.bool, device=mask.device)
+    used = ~mask.any(-1) & (probs.amax(-1) > 0)
+    if bool(used.any()):
+        top = probs.argmax(-1, keepdim=True)
+        mask = mask.scatter(-1, top, torch.gather(mask, -1, top) | used[..., None])
+    return mask, used
 
 
 class SequenceModel(ABC):
@@ -76,13 +114,18 @@ class SequenceModel(ABC):
         uniforms: Sequence[np.ndarray],
         acceptance: AcceptanceRule,
         stop_tokens: frozenset[Token] = frozenset(),
-    ) -> list[list[tuple[Token, ...]]]:
+        keep_top: bool = True,
+    ) -> list[SampleGroup]:
         """Continuations of each prefix; ``uniforms[i]`` is ``(n_samples, max_len)`` in [0, 1).
 
-        At each step the model's distribution is restricted to allowed tokens and
-        renormalised; the token is the inverse CDF at the step's uniform. A
-        continuation ends after ``max_len`` tokens, after a stop token, or where the
-        model allows no token.
+        At each step the model's distribution is restricted to allowed tokens of
+        positive probability and renormalised; the token is the inverse CDF at the
+        step's uniform. Where the rule allows no token, ``keep_top`` (the default,
+        as the authors' sampler) draws the most likely token; without it the
+        continuation ends there. A continuation also ends after ``max_len`` tokens,
+        after a stop token, or where every token has probability 0. Each group
+        records in :attr:`SampleGroup.kept_top` how many of its samples used the
+        fallback.
         """
 
     def sample_contrast(
@@ -93,7 +136,8 @@ class SequenceModel(ABC):
         acceptance: AcceptanceRule,
         stop_tokens: frozenset[Token] = frozenset(),
         halt_on_reject: bool = False,
-    ) -> list[list[tuple[tuple[Token, ...], int | None]]]:
+        keep_top: bool = True,
+    ) -> list[SampleGroup]:
         """Sample after ``prefixes[i]`` and check every token after ``check_prefixes[i]``.
 
         Returns, per sample, ``(tokens, j)``: ``j`` is the index of the first sampled
@@ -102,13 +146,15 @@ class SequenceModel(ABC):
         when the whole sample is allowed there. With ``halt_on_reject`` the other
         samples of a group may be cut short once one is rejected (compression needs
         only to know whether any is). Same samples as :meth:`sample` with the same
-        uniforms; this default samples, then scores.
+        uniforms (``keep_top`` as there; the check after ``check_prefixes`` always
+        applies the rule itself, as the authors' code does); this default samples,
+        then scores.
         """
-        samples = self.sample(prefixes, uniforms, acceptance, stop_tokens)
+        samples = self.sample(prefixes, uniforms, acceptance, stop_tokens, keep_top=keep_top)
         scored = self.score(check_prefixes, samples, acceptance)
         out = []
         for group, res in zip(samples, scored):
-            row = []
+            row = SampleGroup(kept_top=getattr(group, "kept_top", 0))
             for x, sc in zip(group, res):
                 j = sc.first_rejected()
                 row.append((tuple(x[: j + 1]) if j is not None else tuple(x), j))

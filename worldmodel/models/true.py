@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dfa import REJECT, World, run
-from .base import Scored, SequenceModel, inverse_cdf
+from .base import SampleGroup, Scored, SequenceModel, inverse_cdf, sampling_mask
 
 
 class TrueWorldModel(SequenceModel):
@@ -58,16 +58,18 @@ class TrueWorldModel(SequenceModel):
             out.append(row)
         return out
 
-    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):
+    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset(), keep_top=True):
         out = []
         for prefix, u in zip(prefixes, uniforms):
             base = run(self.world, prefix)
-            group = []
+            group = SampleGroup()
             for row in np.atleast_2d(u):
-                s, toks = base, []
+                s, toks, kept = base, [], False
                 for uj in row:
                     d = self._dist(s)
-                    j = inverse_cdf(d, acceptance.mask_np(d) & (d > 0), float(uj))
+                    allowed, used = sampling_mask(d, acceptance.mask_np(d), keep_top)
+                    kept |= bool(used)
+                    j = inverse_cdf(d, allowed, float(uj))
                     if j < 0:
                         break
                     t = self.tokens[j]
@@ -76,5 +78,6 @@ class TrueWorldModel(SequenceModel):
                         break
                     s = self.world.step(s, t)
                 group.append(tuple(toks))
+                group.kept_top += kept
             out.append(group)
         return out

@@ -108,6 +108,10 @@ class NavigationWorld(World):
             return [n for n in self.map.nodes if n in reach]
         return []
 
+    def next_token_positions(self, sequence) -> range:
+        """The moves (directions and ``end``) after origin and destination: the paper's code scores only these."""
+        return range(min(2, len(sequence)), len(sequence))
+
     def state_key(self, state) -> str:
         if isinstance(state, tuple):
             return f"{state[0]}->{state[1]}"
