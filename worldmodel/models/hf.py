@@ -18,9 +18,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..dfa import Token, World
+from ..dfa import World
 from ..errors import WorldModelError
-from .base import Prefix, Scored, SequenceModel
+from .base import Prefix, SampleGroup, Scored, SequenceModel, sampling_mask
 from .vocab import Vocabulary
 
 
@@ -83,6 +83,10 @@ class HFModel(SequenceModel):
         #: longer ones as one padded batch after the cached prefix
         self.trie_max_len = 16
         self._cache_kw = cache_keyword(self.model)
+        #: model id of each domain column, and column of each model id (-1: not a world token)
+        self._col_ids = torch.as_tensor(vocab.token_ids, dtype=torch.long, device=self.device)
+        self._id_col = torch.full((max(vocab.size, 1),), -1, dtype=torch.long, device=self.device)
+        self._id_col[self._col_ids] = torch.arange(len(vocab.tokens), device=self.device)
         self.max_positions = int(getattr(model.config, "n_positions", 0) or getattr(model.config, "max_position_embeddings", 1 << 30))
 
     # -- construction ----------------------------------------------------------
@@ -137,9 +141,17 @@ class HFModel(SequenceModel):
         out = self.model(use_cache=True, **kwargs)
         return out, out[self._cache_kw]
 
+    @property
+    def context_tokens(self) -> int:
+        """Leading tokens read as context only: 1 for a model without BOS (its first token is never predicted)."""
+        return 0 if self.vocab.has_bos else 1
+
     def _ids(self, seq: Prefix) -> list[int]:
-        ids = self.vocab.encode(seq)
-        return ids
+        if not self.vocab.has_bos and len(seq) == 0:
+            raise WorldModelError(
+                f"the {self.name} model has no BOS token: it reads the first token as context and cannot "
+                "predict after an empty prefix")
+        return self.vocab.encode(seq)
 
     def _check_len(self, n: int) -> None:
         if n > self.max_positions:
@@ -187,7 +199,10 @@ class HFModel(SequenceModel):
 
     def _domain(self, logp_all: torch.Tensor) -> torch.Tensor:
         """Probabilities restricted to domain-token columns."""
-        return logp_all[..., self.vocab.offset:].exp()
+        off = self.vocab.offset
+        if off is not None:
+            return logp_all[..., off:off + len(self.tokens)].exp()
+        return logp_all.index_select(-1, self._col_ids).exp()
 
     # -- SequenceModel -----------------------------------------------------------
     @torch.no_grad()
@@ -236,7 +251,7 @@ class HFModel(SequenceModel):
                 else:
                     dist = probs0[rows, None, :]
                 acc = acceptance.mask(dist)
-                dom = (ids - self.vocab.offset).clamp(min=0)
+                dom = self._id_col[ids].clamp(min=0)
                 p = torch.gather(dist, -1, dom[..., None])[..., 0].cpu().numpy()
                 a = torch.gather(acc, -1, dom[..., None])[..., 0].cpu().numpy()
                 for r, (_, i, j) in enumerate(batch):
@@ -273,24 +288,27 @@ class HFModel(SequenceModel):
             index.append({key: n for n, key in enumerate(want)})
             depth += 1
         accepted = [acceptance.mask(p) for p in levels]
+        tok_col = self.token_index()
         for k, i, j in jobs:
             suf = suffixes[i][j]
             rows = [index[d][(k, tuple(suf[:d]))] for d in range(len(suf))]
-            cols = [self.vocab.stoi[t] - self.vocab.offset for t in suf]
+            cols = [tok_col[t] for t in suf]
             results[i][j] = Scored(
                 np.array([float(levels[d][r, c]) for d, (r, c) in enumerate(zip(rows, cols))]),
                 np.array([bool(accepted[d][r, c]) for d, (r, c) in enumerate(zip(rows, cols))]),
             )
 
-    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset()):
-        return [[toks for toks, _ in group] for group in self._decode(prefixes, None, uniforms, acceptance, stop_tokens)]
+    def sample(self, prefixes, uniforms, acceptance, stop_tokens=frozenset(), keep_top=True):
+        return [SampleGroup((toks for toks, _ in group), group.kept_top)
+                for group in self._decode(prefixes, None, uniforms, acceptance, stop_tokens, keep_top=keep_top)]
 
     def sample_contrast(self, prefixes, check_prefixes, uniforms, acceptance, stop_tokens=frozenset(),
-                        halt_on_reject=False):
-        return self._decode(prefixes, check_prefixes, uniforms, acceptance, stop_tokens, halt_on_reject)
+                        halt_on_reject=False, keep_top=True):
+        return self._decode(prefixes, check_prefixes, uniforms, acceptance, stop_tokens, halt_on_reject, keep_top)
 
     @torch.no_grad()
-    def _decode(self, prefixes, check_prefixes, uniforms, acceptance, stop_tokens=frozenset(), halt_on_reject=False):
+    def _decode(self, prefixes, check_prefixes, uniforms, acceptance, stop_tokens=frozenset(), halt_on_reject=False,
+                keep_top=True):
         """Lock-step decoding over a trie of sampled histories.
 
         Samples of one prefix that have drawn the same tokens so far have the same
@@ -308,8 +326,8 @@ class HFModel(SequenceModel):
         allowed; nodes with no live sample leave the batch and its cache.
         """
         check = check_prefixes is not None
-        out: list[list[tuple[tuple[Token, ...], int | None]]] = [[] for _ in prefixes]
-        stop_ids = torch.tensor(sorted(self.vocab.stoi[t] - self.vocab.offset for t in stop_tokens if t in self.vocab.stoi),
+        out: list[SampleGroup] = [SampleGroup() for _ in prefixes]
+        stop_ids = torch.tensor(sorted(self.token_index()[t] for t in stop_tokens if t in self.vocab.stoi),
                                 dtype=torch.long, device=self.device)
         dev = self.device
         V = len(self.tokens)
@@ -342,16 +360,18 @@ class HFModel(SequenceModel):
             rejected_at = torch.full((R,), -1, dtype=torch.long, device=dev)
             halted = torch.zeros(C, dtype=torch.bool, device=dev)
             alive = torch.ones(R, dtype=torch.bool, device=dev)
+            kept = torch.zeros(R, dtype=torch.bool, device=dev)  # drew a token no rule allowed (keep_top)
             node = group.clone()  # each sample's trie node = its row in the first half of the batch
             n_nodes = C
             for t in range(T):
                 pa = probs[:n_nodes][node]  # per sample
-                allowed = acceptance.mask(pa) & (pa > 0)
+                allowed, used = sampling_mask(pa, acceptance.mask(pa), keep_top)
                 w = torch.where(allowed, pa, torch.zeros_like(pa)).double()
                 total = w.sum(-1)
                 ok = alive & (total > 0) & (t < max_len)
                 if check and halt_on_reject:
                     ok &= ~halted[group]
+                kept |= used & ok
                 cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
                 choice = (cdf <= U[:, t:t + 1]).sum(-1).clamp(max=V - 1)
                 toks[:, t] = torch.where(ok, choice, torch.full_like(choice, -1))
@@ -378,11 +398,11 @@ class HFModel(SequenceModel):
                 n_nodes = len(keys)
                 cache.batch_select_indices(rows)
                 mask, pos = mask[rows], pos[rows] + 1
-                inp = (torch.cat([feed, feed]) if check else feed) + self.vocab.offset
+                inp = self._col_ids[torch.cat([feed, feed]) if check else feed]
                 mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=dev)], dim=1)
                 o, cache = self._forward(cache, input_ids=inp[:, None], attention_mask=mask, position_ids=pos[:, None])
                 probs = self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1))
-            toks_np, rej_np = toks.cpu().numpy(), rejected_at.cpu().numpy()
+            toks_np, rej_np, kept_np = toks.cpu().numpy(), rejected_at.cpu().numpy(), kept.cpu().numpy()
             r = 0
             for k, u in zip(pidx, us):
                 for _ in range(u.shape[0]):
@@ -390,17 +410,27 @@ class HFModel(SequenceModel):
                     m = int((row >= 0).cumprod().sum())
                     j = int(rej_np[r])
                     out[k].append((tuple(self.tokens[x] for x in row[:m]), j if j >= 0 else None))
+                    out[k].kept_top += int(kept_np[r])
                     r += 1
         return out
 
     @torch.no_grad()
     def _full_forward(self, sequences, hidden: bool):
+        """Whole sequences, right-padded; yields (ids, output) per batch.
+
+        Row ``j`` of a sequence's output is the state after reading ``seq[:j]``: with
+        BOS, position ``j`` holds it; without, position ``j - 1`` does (and ``j = 0``
+        has none).
+        """
         step = max(1, self.batch_rows // 4)
         for i in range(0, len(sequences), step):
             group = sequences[i:i + step]
-            ids = [self._ids(s) for s in group]
+            ids = [self.vocab.encode(s) for s in group]
             L = max(len(x) for x in ids)
             self._check_len(L)
+            if L == 0:
+                yield ids, None
+                continue
             batch = torch.full((len(ids), L), self.vocab.pad_id, dtype=torch.long, device=self.device)
             mask = torch.zeros_like(batch)
             for r, x in enumerate(ids):
@@ -409,11 +439,20 @@ class HFModel(SequenceModel):
             out = self.model(input_ids=batch, attention_mask=mask, output_hidden_states=hidden)
             yield ids, out
 
+    def _rows(self, per_position: np.ndarray | None, n: int, width: int) -> np.ndarray:
+        """Rows ``j = 0..len`` from a sequence's ``n`` output positions (NaN where no position reads it)."""
+        rows = per_position[:n] if per_position is not None else np.zeros((0, width), dtype=np.float32)
+        if not self.vocab.has_bos:
+            rows = np.concatenate([np.full((1, width), np.nan, dtype=rows.dtype), rows])
+        return rows
+
     def prefix_probs(self, sequences):
+        """``m(· | seq[:j])`` for ``j = 0..len``; for a model without BOS row 0 is NaN (never predicted)."""
         res = []
+        V = len(self.tokens)
         for ids, out in self._full_forward(sequences, hidden=False):
-            p = self._domain(torch.log_softmax(out.logits.float(), dim=-1)).cpu().numpy()
-            res.extend(p[r, :len(x)] for r, x in enumerate(ids))
+            p = None if out is None else self._domain(torch.log_softmax(out.logits.float(), dim=-1)).cpu().numpy()
+            res.extend(self._rows(None if p is None else p[r], len(x), V) for r, x in enumerate(ids))
         return res
 
     @property
@@ -422,7 +461,8 @@ class HFModel(SequenceModel):
 
     def hidden_states(self, sequences):
         res = []
+        width = int(getattr(self.model.config, "n_embd", 0) or getattr(self.model.config, "hidden_size", 0))
         for ids, out in self._full_forward(sequences, hidden=True):
-            h = out.hidden_states[-1].float().cpu().numpy()
-            res.extend(h[r, :len(x)] for r, x in enumerate(ids))
+            h = None if out is None else out.hidden_states[-1].float().cpu().numpy()
+            res.extend(self._rows(None if h is None else h[r], len(x), width) for r, x in enumerate(ids))
         return res

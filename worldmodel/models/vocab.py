@@ -1,19 +1,38 @@
-"""Domain tokens <-> model ids, saved as ``vocab.json`` beside every checkpoint."""
+"""Domain tokens <-> model ids, saved as ``vocab.json`` beside every checkpoint.
+
+Two kinds of vocabulary share one class:
+
+* **ours** (``Vocabulary(tokens)``, what ``worldmodel train`` writes): ``<pad>`` = 0,
+  ``<bos>`` = 1, the world's tokens from 2 on, in the world's order;
+* **foreign** (``Vocabulary.from_ids``, what ``worldmodel import`` writes): an explicit
+  token -> id map into a model vocabulary of any size, an optional BOS id and a pad
+  id. A model without BOS reads the first token of a sequence as context and never
+  predicts it (the paper's navigation models, Li et al.'s Othello-GPT).
+
+``vocab.json`` (format 2) stores ``ids`` (token -> id), ``size`` (the model's number of
+ids), ``bos_id`` (or null), ``pad_id`` and ``world``; the first format (``tokens`` +
+``specials``) still loads.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
+
+import numpy as np
 
 from ..dfa import Token, World
 from ..errors import WorldModelError
 
 
 class Vocabulary:
-    """Domain tokens <-> model ids. Ids 0 and 1 are ``<pad>`` and ``<bos>``.
+    """World tokens <-> model ids.
 
-    Saved as ``vocab.json`` beside every checkpoint (the ``save_pretrained`` folder).
+    :attr:`tokens` are the world tokens the model can name (the columns of every
+    distribution an adapter returns), :attr:`token_ids` their model ids, :attr:`size`
+    the model's number of ids, :attr:`bos_id` the id fed before every sequence (None:
+    no BOS) and :attr:`pad_id` the id used for padding (always masked out).
     """
 
     PAD, BOS = "<pad>", "<bos>"
@@ -21,28 +40,71 @@ class Vocabulary:
 
     def __init__(self, tokens: Sequence[Token], world_name: str = ""):
         tokens = tuple(tokens)
+        self._setup({t: i + 2 for i, t in enumerate(tokens)}, len(tokens) + 2, bos_id=1, pad_id=0,
+                    world_name=world_name, names={0: self.PAD, 1: self.BOS})
+
+    @classmethod
+    def from_ids(cls, ids: Mapping[Token, int], size: int, bos_id: int | None = None, pad_id: int | None = None,
+                 world_name: str = "", names: Mapping[int, str] | None = None) -> "Vocabulary":
+        """A vocabulary over a foreign model's ids (``names``: labels of its other ids, for messages)."""
+        v = cls.__new__(cls)
+        v._setup(dict(ids), int(size), bos_id, pad_id, world_name, dict(names or {}))
+        return v
+
+    def _setup(self, ids: dict, size: int, bos_id, pad_id, world_name: str, names: dict) -> None:
+        tokens = tuple(ids)
         if len(set(tokens)) != len(tokens):
             raise WorldModelError("vocabulary tokens must be distinct")
+        id_list = [int(i) for i in ids.values()]
+        if len(set(id_list)) != len(id_list):
+            raise WorldModelError("vocabulary maps two tokens to one id")
+        for i in id_list + [x for x in (bos_id, pad_id) if x is not None]:
+            if not 0 <= int(i) < size:
+                raise WorldModelError(f"vocabulary id {i} is outside the model's {size} ids")
+        if bos_id is not None and int(bos_id) in id_list:
+            raise WorldModelError(f"the BOS id {bos_id} is also a world token's id")
         self.tokens = tokens
         self.world_name = world_name
-        self.specials = (self.PAD, self.BOS)
-        self.itos = self.specials + tokens
-        self.stoi = {t: i for i, t in enumerate(self.itos)}
-        self.pad_id, self.bos_id = 0, 1
-        self.offset = len(self.specials)
+        self.size = int(size)
+        self.stoi = {t: int(i) for t, i in ids.items()}
+        self.token_ids = np.array(id_list, dtype=np.int64)
+        self.bos_id = None if bos_id is None else int(bos_id)
+        # padding is always masked; any id will do when the model names none
+        self.pad_id = int(pad_id) if pad_id is not None else (self.bos_id if self.bos_id is not None else 0)
+        self.names = {int(k): str(v) for k, v in names.items()}
+        itos = [self.names.get(i, f"<id {i}>") for i in range(self.size)]
+        for t, i in self.stoi.items():
+            itos[i] = t
+        self.itos = tuple(itos)
+        self.specials = tuple(self.names[i] for i in sorted(self.names) if i not in set(id_list))
+        # ours: domain columns are one contiguous slice (fast path in the adapters)
+        first = id_list[0] if id_list else 0
+        self.offset = first if id_list == list(range(first, first + len(id_list))) else None
+
+    @property
+    def has_bos(self) -> bool:
+        return self.bos_id is not None
 
     def __len__(self) -> int:
-        return len(self.itos)
+        return self.size
 
     def encode(self, seq: Sequence[Token], bos: bool = True) -> list[int]:
+        """Model ids of ``seq``, after the BOS id when ``bos`` and the vocabulary has one."""
         try:
             ids = [self.stoi[t] for t in seq]
         except KeyError as exc:
             raise WorldModelError(f"token {exc.args[0]!r} is not in the model's vocabulary") from None
-        return [self.bos_id] + ids if bos else ids
+        return [self.bos_id] + ids if bos and self.bos_id is not None else ids
+
+    def is_ours(self) -> bool:
+        return self.bos_id == 1 and self.pad_id == 0 and self.offset == 2 and self.size == len(self.tokens) + 2
 
     def save(self, folder: Path) -> None:
-        data = {"tokens": list(self.tokens), "specials": list(self.specials), "world": self.world_name}
+        if self.is_ours():
+            data = {"tokens": list(self.tokens), "specials": [self.PAD, self.BOS], "world": self.world_name}
+        else:
+            data = {"format": 2, "world": self.world_name, "size": self.size, "bos_id": self.bos_id,
+                    "pad_id": self.pad_id, "ids": self.stoi, "names": {str(k): v for k, v in self.names.items()}}
         (Path(folder) / self.FILE).write_text(json.dumps(data, indent=1))
 
     @classmethod
@@ -52,10 +114,13 @@ class Vocabulary:
             raise WorldModelError(f"checkpoint {folder}: missing {cls.FILE} (not a worldmodel checkpoint?)")
         try:
             data = json.loads(path.read_text())
-            vocab = cls(data["tokens"], data.get("world", ""))
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            if data.get("format") == 2:
+                return cls.from_ids({str(t): int(i) for t, i in data["ids"].items()}, int(data["size"]),
+                                    data.get("bos_id"), data.get("pad_id"), data.get("world", ""),
+                                    {int(k): v for k, v in (data.get("names") or {}).items()})
+            return cls(data["tokens"], data.get("world", ""))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise WorldModelError(f"checkpoint {folder}: {cls.FILE} is malformed ({exc})") from None
-        return vocab
 
     def check_world(self, world: World, where: str) -> None:
         if set(self.tokens) != set(world.tokens):
