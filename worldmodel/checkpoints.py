@@ -27,10 +27,15 @@ TRAINING_SECTIONS = ("world", "data", "model", "train")
 
 
 def load(folder: str | Path, world, device: str = "cpu"):
-    """The checkpoint in ``folder`` as a model over ``world``'s tokens (vocabulary checked)."""
-    from .models import HFModel
+    """The checkpoint at ``folder`` as a model over ``world``'s tokens (vocabulary checked).
 
-    return HFModel.from_pretrained(folder, world, device=device)
+    A folder written by ``worldmodel train`` or ``worldmodel import``, or a foreign
+    checkpoint (the paper's, Li et al.'s, nanoGPT's, a Hugging Face folder), imported on
+    the fly with its format detected (:func:`worldmodel.models.importers.load_checkpoint`).
+    """
+    from .models.importers import load_checkpoint
+
+    return load_checkpoint(folder, world, device=device)
 
 
 def training_record(folder: str | Path) -> dict | None:

@@ -8,6 +8,7 @@
                         [--trials N] [--epsilon E | --acceptance SPEC] [--out FILE]
     worldmodel extract TASK (--checkpoint DIR | --model true|untrained) [--acceptance SPEC]
                        [--max-states N] [--max-queries N] [--out DIR]
+    worldmodel import TASK SOURCE [--format paper-nav|li-othello|nanogpt|hf] [--tokenizer FILE] --out DIR
 
 ``TASK`` is a name in ``tasks/`` or a path to a TOML file. Worlds add their own
 commands (``reconstruct``, ``detours``, ``llm-eval``, ...) through the modules
@@ -108,7 +109,9 @@ def cmd_evaluate(args) -> int:
         raise WorldModelError("give exactly one of --checkpoint DIR or --model true|untrained")
     settings = settings_for(task, acceptance=args.acceptance, epsilon=args.epsilon, trials=args.trials, M=args.M,
                             k=args.k, seed=args.seed, probe_sequences=args.probe_sequences,
-                            probe_epochs=args.probe_epochs)
+                            probe_epochs=args.probe_epochs, keep_top=False if args.no_keep_top else None,
+                            next_token_positions=args.next_token_positions,
+                            next_token_pooling=args.next_token_pooling)
     model = build_model(task, args.checkpoint, args.model, seed=settings.seed, device=args.device)
     model.source = str(args.checkpoint) if args.checkpoint else args.model
     dataset = choose_dataset(task.domain.datasets(), args.dataset, args.checkpoint)
@@ -169,6 +172,24 @@ def cmd_extract(args) -> int:
     return 0
 
 
+def cmd_import(args) -> int:
+    from .models.importers import import_checkpoint, write_imported
+    from .results import check_writable
+    from .tasks import load_task
+
+    task = load_task(args.task)
+    check_writable(args.out, "--out", folder=True)
+    imp = import_checkpoint(args.source, task.world, args.format, args.tokenizer, args.n_head, args.bos)
+    for note in imp.notes:
+        print(f"note: {note}")
+    out = write_imported(imp, args.out)
+    v = imp.vocab
+    print(f"wrote {out} ({imp.provenance['format']}: {len(v.tokens)} world tokens of {v.size} model ids, "
+          f"{f'BOS id {v.bos_id}' if v.has_bos else 'no BOS'}; source sha256 "
+          f"{imp.provenance.get('sha256', 'n/a (folder)')[:16]}…)")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors become :class:`WorldModelError`: one line ``worldmodel: error: …``, exit 2."""
 
@@ -214,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("evaluate", help="compression, distinction, next-token and probe metrics")
     e.add_argument("task")
-    e.add_argument("--checkpoint", help="a folder written by `worldmodel train`")
+    e.add_argument("--checkpoint", help="a folder written by `worldmodel train` or `worldmodel import`, or a foreign "
+                                        "checkpoint (paper-nav, li-othello, nanogpt, hf; format detected)")
     e.add_argument("--model", choices=["true", "untrained"])
     e.add_argument("--metrics", type=_metrics_arg, help="comma-separated subset of compression,distinction,next-token,probe")
     e.add_argument("--trials", type=int)
@@ -225,6 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int)
     e.add_argument("--probe-sequences", type=int, help="sequences whose positions train/test the probe (default 1000)")
     e.add_argument("--probe-epochs", type=int, help="probe training epochs (default 100)")
+    e.add_argument("--no-keep-top", action="store_true",
+                   help="end a sample where the rule allows no token (default: draw the top token, as the paper's code)")
+    e.add_argument("--next-token-positions", choices=["world", "all"],
+                   help="positions the next-token test scores: the world's (default; navigation: moves) or all")
+    e.add_argument("--next-token-pooling", choices=["tokens", "sequences"],
+                   help="pool next-token over positions (default, as the paper's code) or average per sequence")
     e.add_argument("--dataset", help="held-out data for next-token and probe (default: the checkpoint's)")
     e.add_argument("--data-dir")
     e.add_argument("--device", default="cpu")
@@ -259,6 +287,20 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--out", help="folder for automaton.json, report.md, automaton.dot and automaton.png")
     x.add_argument("--no-progress", action="store_true")
     x.set_defaults(func=cmd_extract)
+
+    im = sub.add_parser("import", help="convert a checkpoint from elsewhere into a worldmodel checkpoint folder")
+    im.add_argument("task", help="the task whose world the model plays (its tokens are matched by name)")
+    im.add_argument("source", help="model.ckpt (paper-nav), a minGPT .ckpt (li-othello), ckpt.pt or its folder "
+                                   "(nanogpt), a Hugging Face model folder (hf)")
+    im.add_argument("--format", choices=["paper-nav", "li-othello", "nanogpt", "hf"], help="(default: detected)")
+    im.add_argument("--tokenizer", help="tokenizer.pt (paper-nav), meta.pkl (nanogpt) or a tokenizer folder (hf); "
+                                        "default: beside the source")
+    im.add_argument("--n-head", type=int, help="attention heads, where the checkpoint does not record them "
+                                               "(li-othello: 8)")
+    im.add_argument("--bos", help="a model token to feed before every sequence (nanogpt, hf; default: none for "
+                                  "nanogpt, the tokenizer's BOS for hf)")
+    im.add_argument("--out", required=True, help="folder to write (safetensors + vocab.json + provenance.json)")
+    im.set_defaults(func=cmd_import)
 
     for name in registry.command_modules():
         importlib.import_module(name).register(sub)
