@@ -59,9 +59,13 @@ class MinGPT(nn.Module):
         self.blocks = nn.Sequential(*[_Block(d, heads, block) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
-        with torch.no_grad():  # LayerNorm affine off its identity, so the mapping is exercised
+        with torch.no_grad():  # GPT-like scale (std 0.1), LayerNorm affine off its identity
             for m in self.modules():
-                if isinstance(m, nn.LayerNorm):
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    m.weight.normal_(0, 0.1)
+                    if getattr(m, "bias", None) is not None:
+                        m.bias.normal_(0, 0.1)
+                elif isinstance(m, nn.LayerNorm):
                     m.weight.uniform_(0.5, 1.5)
                     m.bias.normal_(0, 0.1)
 
@@ -109,10 +113,16 @@ class NanoGPT(nn.Module):
             h=nn.ModuleList([_NanoBlock(d, heads, bias) for _ in range(layers)]), ln_f=nn.LayerNorm(d, bias=bias)))
         self.lm_head = nn.Linear(d, vocab, bias=False)
         self.lm_head.weight = self.transformer.wte.weight
-        with torch.no_grad():
+        with torch.no_grad():  # GPT-like scale (std 0.1), LayerNorm affine off its identity
             for m in self.modules():
-                if isinstance(m, nn.LayerNorm):
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    m.weight.normal_(0, 0.1)
+                    if getattr(m, "bias", None) is not None:
+                        m.bias.normal_(0, 0.1)
+                elif isinstance(m, nn.LayerNorm):
                     m.weight.uniform_(0.5, 1.5)
+                    if m.bias is not None:
+                        m.bias.normal_(0, 0.1)
 
     def forward(self, idx):
         t = self.transformer

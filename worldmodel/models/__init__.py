@@ -4,7 +4,10 @@
   :class:`Scored`;
 * :mod:`.true` — :class:`TrueWorldModel`, the world itself (uniform over valid tokens);
 * :mod:`.vocab` — :class:`Vocabulary`, domain tokens <-> model ids (``vocab.json``);
-* :mod:`.hf` — :class:`HFModel`, any Hugging Face causal LM with a saved vocabulary.
+* :mod:`.hf` — :class:`HFModel`, any Hugging Face causal LM with a saved vocabulary;
+* :mod:`.importers` — checkpoints from elsewhere (the paper's, Li et al.'s minGPT,
+  nanoGPT, Hugging Face models with their own tokenizer): detection, safe reading,
+  conversion (``worldmodel import``) and :func:`~.importers.load_checkpoint`.
 """
 
 from .base import Prefix, Scored, SequenceModel, inverse_cdf
