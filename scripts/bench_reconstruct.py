@@ -1,22 +1,32 @@
-"""Benchmark map reconstruction against a straightforward implementation.
+"""Benchmark map reconstruction (both algorithms) against plain implementations.
 
 The paper-size job: 6,400 traversals on the full 4,580-node Manhattan graph
-(``world_model_edges.json`` from the shared data), drawn from the true world: random
-origin–destination pairs whose shortest path has fewer than 100 moves, each walked by
-a random valid route that reaches the destination within 100 moves; then a share of
-them is corrupted (one direction re-labelled, see ``reconstruct.corrupt``).
+(``world_model_edges.json`` from the shared data). By default they are drawn from the
+true world: random origin–destination pairs whose shortest path has fewer than 100
+moves, each walked by a random valid route that reaches the destination within 100
+moves; then a share of them is corrupted (one direction re-labelled, see
+``reconstruct.corrupt``). With ``--sequences FILE`` they are read from a file instead,
+one per line: e.g. the authors' published traversals (``mapping/sequences/<model>/
+samples.txt`` in keyonvafa/world-model-evaluation; use ``--variant random`` for the
+random and traffic ones, whose graph is the ``random`` variant).
 
-Both implementations run on the same sequences; their outputs (every new edge, every
-sequence's status, the set of used true edges) are asserted identical, and the time
-ratio is printed.
+Each algorithm runs in its indexed library version and in a plain version written in
+this script (linear scan of every node for candidates, dictionaries, a fresh copy of
+the walk state per candidate); their outputs (every new edge, every sequence's status,
+the set of used true edges) are asserted identical, and the time ratio is printed.
+``--expected FILE`` (JSON with ``"new": [[u, direction, v], ...]``, e.g. the new edges
+the authors' code produced from the same file) is compared with the paper algorithm's
+new-edge set (Jaccard index printed; equal sets asserted).
 
-    OMP_NUM_THREADS=1 python scripts/bench_reconstruct.py                  # paper size
-    OMP_NUM_THREADS=1 python scripts/bench_reconstruct.py --n-sequences 800
+    OMP_NUM_THREADS=1 python scripts/bench_reconstruct.py                      # both, paper size
+    OMP_NUM_THREADS=1 python scripts/bench_reconstruct.py --algorithm paper --n-sequences 800
+    OMP_NUM_THREADS=1 python scripts/bench_reconstruct.py --algorithm paper --sequences samples.txt
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import deque
@@ -29,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from worldmodel.errors import WorldModelError  # noqa: E402
 from worldmodel.worlds.navigation.geometry import DIRECTIONS, MILE_M, haversine_m  # noqa: E402
 from worldmodel.worlds.navigation.reconstruct import corrupt, reconstruct  # noqa: E402
+from worldmodel.worlds.navigation.geometry import haversine_miles  # noqa: E402
 
 
 def hops_to(street_map, dest: str) -> dict[str, int]:
@@ -166,15 +177,148 @@ def naive_reconstruct(sequences, street_map, max_degree: int = 4, max_distance_m
     return edges, used_true, status
 
 
+def plain_paper_reconstruct(sequences, street_map, max_degree: int = 4, max_miles: float = 0.5):
+    """The paper's Algorithm 1 written plainly (rules in ``reconstruct_paper``).
+
+    Returns ``(new edges as (u, d, v, sequence index), used true edges, statuses)`` in the
+    library's conventions. Candidates: a scan of every node; each candidate's walk gets
+    its own fresh record of tentatively taken edges.
+    """
+    nodes = list(street_map.nodes)
+    true = dict(street_map.edges)  # (u, d) -> v
+    state = {key: "unused" for key in true}  # unused / used / shadowed (a new edge took its place)
+    new: dict[tuple[str, str], str] = {}  # (u, d) -> v
+    new_list: list[tuple[str, str, str, int]] = []
+    degree = {x: 0 for x in nodes}  # used true edges + new edges
+
+    def following(u, d):
+        """The used or new edge ``u --d-->``, if any."""
+        if (u, d) in new:
+            return new[(u, d)]
+        if state.get((u, d)) == "used":
+            return true[(u, d)]
+        return None
+
+    def room(u, d, taken):
+        mine = [e for e in taken if e[0] == u]
+        return degree[u] + len(mine) < max_degree and following(u, d) is None and (u, d) not in taken
+
+    def walk(start, moves, dest, block=None):
+        """(length, edges walked): every move to ``dest``, else the longest prefix ending with room."""
+        taken = [] if block is None else [block]  # edges counted as used by this walk
+        pos, path, best = start, [], 0
+        for i, d in enumerate(moves):
+            nxt = following(pos, d)
+            if nxt is None:
+                if state.get((pos, d)) != "unused" or (pos, d) == block:
+                    break
+                if (pos, d) not in taken:
+                    if degree[pos] + len([e for e in taken if e[0] == pos]) >= max_degree:
+                        break
+                    taken.append((pos, d))
+                nxt = true[(pos, d)]
+            path.append((pos, d))
+            pos = nxt
+            if i + 1 == len(moves):
+                if pos == dest:
+                    return len(moves), path
+                break
+            if room(pos, moves[i + 1], taken):
+                best = i + 1
+        return best, path[:best]
+
+    def use(path):
+        for u, d in path:
+            if (u, d) not in new and state.get((u, d)) == "unused":
+                state[(u, d)] = "used"
+                degree[u] += 1
+
+    def add(u, d, v, idx):
+        new[(u, d)] = v
+        new_list.append((u, d, v, idx))
+        degree[u] += 1
+        if state.get((u, d)) == "unused":
+            state[(u, d)] = "shadowed"
+
+    def in_range(u, v):
+        return haversine_miles(street_map.coords[u], street_map.coords[v]) <= max_miles
+
+    status: list[str] = []
+    for idx, seq in enumerate(sequences):
+        if (len(seq) < 3 or seq[-1] != "end" or seq[0] not in degree or seq[1] not in degree
+                or any(t not in DIRECTIONS for t in seq[2:-1])):
+            status.append("malformed")
+            continue
+        origin, dest, moves = seq[0], seq[1], list(seq[2:-1])
+        ok_true = walk_true(street_map, seq)
+        fail = None
+        if not moves:
+            fail = None if origin == dest else "walk ends away from the destination"
+        else:
+            k, path = walk(origin, moves, dest)
+            use(path)
+            pos = following(*path[-1]) if path else origin
+            if k == 0 and (degree[origin] >= max_degree or following(origin, moves[0]) is not None):
+                fail = "no room at the origin"
+            while fail is None and k < len(moves):
+                d = moves[k]
+                if k == len(moves) - 1:
+                    if in_range(pos, dest):
+                        add(pos, d, dest, idx)
+                        k += 1
+                    else:
+                        fail = "destination out of range"
+                    break
+                best, best_path, best_len = None, [], 0
+                for c in nodes:  # every node, in node order
+                    if not in_range(pos, c):
+                        continue
+                    length, cpath = walk(c, moves[k + 1:], dest, block=(pos, d))
+                    if length > best_len:
+                        best, best_path, best_len = c, cpath, length
+                if best is None:
+                    fail = "no candidate continues"
+                    break
+                add(pos, d, best, idx)
+                use(best_path)
+                pos = following(*best_path[-1])
+                k += 1 + best_len
+        if fail is not None:
+            status.append("failed: " + fail)
+        else:
+            status.append("valid" if ok_true else "used")
+    used = {key for key, st in state.items() if st == "used"}
+    return new_list, used, status
+
+
+def walk_true(street_map, seq) -> bool:
+    cur = seq[0]
+    for t in seq[2:-1]:
+        cur = street_map.edges.get((cur, t))
+        if cur is None:
+            return False
+    return cur == seq[1]
+
+
+def _timed(fn, *args):
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args)
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--algorithm", choices=["paper", "strict", "both"], default="both")
     ap.add_argument("--n-sequences", type=int, default=6400)
     ap.add_argument("--corrupt", type=float, default=0.25, help="share of sequences with one step re-labelled")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sequences", help="read the sequences from this file (one per line) instead of drawing them")
+    ap.add_argument("--variant", default="shortest", help="which edge set of the paper graph (shortest or random)")
+    ap.add_argument("--expected", help="JSON with the expected paper-algorithm new edges: {\"new\": [[u, d, v], ...]}")
     ap.add_argument("--max-degree", type=int, default=4)
     ap.add_argument("--max-distance-miles", type=float, default=0.5)
     ap.add_argument("--shared", default=None, help="shared data folder (default: $WORLDMODEL_SHARED or ../shared/data)")
-    ap.add_argument("--skip-naive", action="store_true", help="time only the indexed implementation")
+    ap.add_argument("--skip-naive", action="store_true", help="time only the indexed implementations")
     args = ap.parse_args(argv)
 
     from worldmodel.worlds.navigation.sources import load_paper_graph, shared_data_dir
@@ -183,31 +327,51 @@ def main(argv=None) -> int:
     folder = base / "manhattan"
     if not (folder / "world_model_edges.json").is_file():
         raise WorldModelError(f"{folder / 'world_model_edges.json'} not found (set --shared or WORLDMODEL_SHARED)")
-    m = load_paper_graph(folder / "world_model_edges.json", folder / "nodes.csv", folder / "edges.csv")
-    print(f"map: {len(m.nodes)} nodes, {len(m.edges)} edges")
+    m = load_paper_graph(folder / "world_model_edges.json", folder / "nodes.csv", folder / "edges.csv",
+                         variant=args.variant)
+    print(f"map: {len(m.nodes)} nodes, {len(m.edges)} edges ({args.variant})")
     t0 = time.perf_counter()
-    seqs = random_traversals(m, args.n_sequences, args.seed)
-    seqs, corrupted = corrupt(seqs, m, args.corrupt, seed=args.seed + 1)
-    print(f"sequences: {len(seqs)} ({len(corrupted)} corrupted), drawn in {time.perf_counter() - t0:.1f}s")
+    if args.sequences:
+        path = Path(args.sequences)
+        if not path.is_file():
+            raise WorldModelError(f"sequence file {path} does not exist")
+        seqs = [line.split() for line in path.read_text().splitlines() if line.strip()]
+        print(f"sequences: {len(seqs)} from {path}")
+    else:
+        seqs = random_traversals(m, args.n_sequences, args.seed)
+        seqs, corrupted = corrupt(seqs, m, args.corrupt, seed=args.seed + 1)
+        print(f"sequences: {len(seqs)} ({len(corrupted)} corrupted), drawn in {time.perf_counter() - t0:.1f}s")
     max_m = args.max_distance_miles * MILE_M
 
     import scipy.spatial  # noqa: F401  (import time is not part of the algorithm)
 
-    t0 = time.perf_counter()
-    fast = reconstruct(seqs, m, args.max_degree, max_m)
-    t_fast = time.perf_counter() - t0
-    s = fast.stats()
-    print(f"indexed:  {t_fast:8.2f} s   used {s['used']}  failed {s['failed']}  new edges {s['new_edges']}")
-    if args.skip_naive:
-        return 0
-    t0 = time.perf_counter()
-    edges, used_true, status = naive_reconstruct(seqs, m, args.max_degree, max_m)
-    t_naive = time.perf_counter() - t0
-    print(f"naive:    {t_naive:8.2f} s")
-    assert [(e.u, e.direction, e.v, e.sequence) for e in fast.new_edges] == edges, "new edges differ"
-    assert fast.true_used == used_true, "used true edges differ"
-    assert [x.split(":")[0] if x.startswith("malformed") else x for x in fast.status] == status, "statuses differ"
-    print(f"outputs identical; speed-up {t_naive / t_fast:.1f}x")
+    algorithms = ["paper", "strict"] if args.algorithm == "both" else [args.algorithm]
+    for algo in algorithms:
+        fast, t_fast, c_fast = _timed(reconstruct, seqs, m, args.max_degree, max_m, False, algo)
+        s = fast.stats()
+        print(f"{algo} indexed: {t_fast:8.2f} s ({c_fast:.2f} s CPU)   valid on the true map "
+              f"{s['valid_on_true_map']}  consistent {s['used']}  failed {s['failed']}  new edges {s['new_edges']}")
+        if algo == "paper" and args.expected:
+            want = {tuple(e) for e in json.loads(Path(args.expected).read_text())["new"]}
+            got = {(e.u, e.direction, e.v) for e in fast.new_edges}
+            jac = len(want & got) / len(want | got) if want | got else 1.0
+            print(f"paper vs {args.expected}: {len(got)} vs {len(want)} new edges, {len(want & got)} in common, "
+                  f"Jaccard {jac:.4f}")
+            assert want == got, "new-edge set differs from the expected one"
+        if args.skip_naive:
+            continue
+        if algo == "paper":
+            (edges, used_true, status), t_naive, c_naive = _timed(
+                plain_paper_reconstruct, seqs, m, args.max_degree, max_m / MILE_M)
+        else:
+            (edges, used_true, status), t_naive, c_naive = _timed(
+                naive_reconstruct, seqs, m, args.max_degree, max_m)
+        print(f"{algo} plain:   {t_naive:8.2f} s ({c_naive:.2f} s CPU)")
+        assert [(e.u, e.direction, e.v, e.sequence) for e in fast.new_edges] == edges, "new edges differ"
+        assert fast.true_used == used_true, "used true edges differ"
+        assert [x.split(":")[0] if x.startswith("malformed") else x for x in fast.status] == status, \
+            "statuses differ"
+        print(f"{algo}: outputs identical; speed-up {t_naive / t_fast:.1f}x (CPU {c_naive / c_fast:.1f}x)")
     return 0
 
 

@@ -1,4 +1,7 @@
-"""Map reconstruction (Algorithm 1): constraints, the greedy choice, failures, corruption."""
+"""Map reconstruction, strict algorithm: constraints, the greedy choice, rollback, corruption.
+
+The paper's algorithm (the default) has its own tests in ``test_reconstruct_paper.py``.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,10 @@ from worldmodel.worlds.navigation.geometry import DIRECTIONS, MILE_M, haversine_
 from worldmodel.worlds.navigation.reconstruct import corrupt, is_valid_traversal, reconstruct
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def strict(*args, **kw):
+    return reconstruct(*args, algorithm="strict", **kw)
 LAT0, LON0 = 40.75, -73.98
 
 
@@ -79,7 +86,7 @@ def test_valid_sequences_add_nothing_and_fail_none():
     m = grid_map()
     seqs = random_valid(m, 60, seed=1)
     assert all(is_valid_traversal(s, m) for s in seqs)
-    r = reconstruct(seqs, m)
+    r = strict(seqs, m)
     st = r.stats()
     assert st["new_edges"] == 0 and st["failed"] == 0
     assert st["valid_on_true_map"] == st["used"] == 60
@@ -100,7 +107,7 @@ def test_added_edges_respect_limits_and_make_used_sequences_valid(max_degree, ma
     m = grid_map(7, seed=2)
     seqs, corrupted = corrupt(random_valid(m, 120, seed=3), m, 0.5, seed=4)
     seqs = seqs + [[s[0], s[1], *s[3:]] for s in seqs[:20] if len(s) > 4]  # dropped steps too
-    r = reconstruct(seqs, m, max_degree=max_degree, max_distance_m=max_miles * MILE_M)
+    r = strict(seqs, m, max_degree=max_degree, max_distance_m=max_miles * MILE_M)
     st = r.stats()
     assert st["new_edges"] > 0 and st["used"] + st["failed"] == len(seqs)
     graph = dict(m.edges)
@@ -135,16 +142,16 @@ def test_greedy_choice_prefers_more_valid_steps_then_the_destination():
     }
     edges = {("A", "N"): "B", ("Y1", "N"): "W", ("Y2", "N"): "Z"}
     m = make_map(coords, edges)
-    r = reconstruct([["A", "Z", "E", "N", "end"]], m)
+    r = strict([["A", "Z", "E", "N", "end"]], m)
     assert [(e.u, e.direction, e.v) for e in r.new_edges] == [("A", "E", "Y2")]
     assert r.status == ["used"]
     # without the destination bonus being reachable, the nearer of equal scores wins
-    r2 = reconstruct([["A", "W", "E", "N", "end"]], m)
+    r2 = strict([["A", "W", "E", "N", "end"]], m)
     assert [(e.u, e.direction, e.v) for e in r2.new_edges] == [("A", "E", "Y1")]
     # with nothing to gain, the nearest node is taken and the walk must still end right
-    r3 = reconstruct([["A", "X", "E", "end"]], m)
+    r3 = strict([["A", "X", "E", "end"]], m)
     assert [(e.u, e.direction, e.v) for e in r3.new_edges] == [("A", "E", "X")]
-    r4 = reconstruct([["A", "Z", "E", "end"]], m)  # last step: the destination itself is chosen
+    r4 = strict([["A", "Z", "E", "end"]], m)  # last step: the destination itself is chosen
     assert [(e.u, e.direction, e.v) for e in r4.new_edges] == [("A", "E", "Z")]
 
 
@@ -153,7 +160,7 @@ def test_tentative_edge_is_used_when_the_walk_returns():
     coords = {"A": at(0, 0), "C": at(0, 120), "D": at(0, 60)}
     edges = {("C", "W"): "A", ("D", "W"): "A"}
     m = make_map(coords, edges)
-    r = reconstruct([["A", "C", "E", "W", "E", "end"]], m)
+    r = strict([["A", "C", "E", "W", "E", "end"]], m)
     assert [(e.u, e.v) for e in r.new_edges] == [("A", "C")]  # D is nearer but ends at D
     assert r.status == ["used"]
 
@@ -163,13 +170,13 @@ def test_two_sequences_no_reconstruction_can_satisfy_fail_exactly_one():
     edges = {("O", "W"): "P", ("P", "E"): "O"}
     m = make_map(coords, edges)
     seqs = [["O", "A", "E", "end"], ["O", "B", "E", "end"]]
-    r = reconstruct(seqs, m)
+    r = strict(seqs, m)
     st = r.stats()
     assert st["failed"] == 1 and st["used"] == 1
     assert r.status[0] == "used" and r.status[1].startswith("failed")
     assert [(e.u, e.direction, e.v) for e in r.new_edges] == [("O", "E", "A")]
     # the order decides which one survives
-    r2 = reconstruct(seqs[::-1], m)
+    r2 = strict(seqs[::-1], m)
     assert r2.stats()["failed"] == 1 and r2.new_edges[0].v == "B"
 
 
@@ -180,16 +187,16 @@ def test_failed_sequences_roll_back_and_limits_fail():
     m = make_map(coords, edges)
     # O --NE--> (new): Far is out of range, so the nearest node (n4) is taken, the walk
     # ends away from Far -> failed, and the tentative edge is rolled back
-    r = reconstruct([["O", "Far", "NE", "end"]], m, max_distance_m=300)
+    r = strict([["O", "Far", "NE", "end"]], m, max_distance_m=300)
     assert r.status[0].startswith("failed")
     assert r.new_edges == []
     # degree limit: A already has 4 edges
-    r = reconstruct([["A", "n1", "NE", "end"]], m, max_degree=4)
+    r = strict([["A", "n1", "NE", "end"]], m, max_degree=4)
     assert r.status == ["failed: degree limit"]
-    r = reconstruct([["A", "n1", "NE", "end"]], m, max_degree=5)
+    r = strict([["A", "n1", "NE", "end"]], m, max_degree=5)
     assert r.status == ["used"] and r.new_edges[0].v == "n1"
     # distance limit: nothing within 0.1 m of Far
-    r = reconstruct([["Far", "O", "N", "end"]], m, max_distance_m=0.1)
+    r = strict([["Far", "O", "N", "end"]], m, max_distance_m=0.1)
     assert r.status == ["failed: no candidate in range"]
 
 
@@ -198,7 +205,7 @@ def test_malformed_lines_are_counted_and_skipped():
     good = random_valid(m, 1, seed=0)[0]
     seqs = [good, good[:-1], ["nowhere", good[1], "N", "end"], [good[0], good[1], "UP", "end"],
             [good[0], good[1], "end", "N", "end"], ["end"]]
-    st = reconstruct(seqs, m).stats()
+    st = strict(seqs, m).stats()
     assert st["sequences"] == 6 and st["malformed"] == 5 and st["used"] == 1
     assert set(st["malformed_by_reason"]) == {
         "does not end in 'end'", "unknown origin or destination node",
@@ -208,9 +215,9 @@ def test_malformed_lines_are_counted_and_skipped():
 def test_bad_settings_are_one_line_errors():
     m = grid_map(3)
     with pytest.raises(WorldModelError, match="max degree"):
-        reconstruct([], m, max_degree=0)
+        strict([], m, max_degree=0)
     with pytest.raises(WorldModelError, match="distance"):
-        reconstruct([], m, max_distance_m=0)
+        strict([], m, max_distance_m=0)
     with pytest.raises(WorldModelError, match="corruption rate"):
         corrupt([], m, 1.5)
 
@@ -245,7 +252,7 @@ def test_matches_the_straightforward_implementation():
     seqs, _ = corrupt(random_valid(m, 150, seed=9), m, 0.4, seed=10)
     seqs += [[s[0], s[1], *s[3:]] for s in seqs[:30] if len(s) > 4]
     for deg, miles in ((4, 0.5), (6, 0.25)):
-        fast = reconstruct(seqs, m, deg, miles * MILE_M)
+        fast = strict(seqs, m, deg, miles * MILE_M)
         edges, used, status = bench.naive_reconstruct(seqs, m, deg, miles * MILE_M)
         assert [(e.u, e.direction, e.v, e.sequence) for e in fast.new_edges] == edges
         assert fast.true_used == used
@@ -270,10 +277,10 @@ def test_manhattan_paper_graph_small_job():
     m = _shared_manhattan()
     bench = _load_bench()
     seqs = bench.random_traversals(m, 60, seed=0)
-    r = reconstruct(seqs, m)
+    r = strict(seqs, m)
     assert r.stats()["new_edges"] == 0 and r.stats()["failed"] == 0
     seqs, chosen = corrupt(seqs, m, 0.25, seed=1)
-    r = reconstruct(seqs, m)
+    r = strict(seqs, m)
     st = r.stats()
     assert len(chosen) == 15 and st["new_edges"] > 0
     assert st["new_edge_length_m"]["max"] <= 0.5 * MILE_M
@@ -284,7 +291,7 @@ def test_manhattan_matches_the_straightforward_implementation():
     m = _shared_manhattan(full=True)
     bench = _load_bench()
     seqs, _ = corrupt(bench.random_traversals(m, 300, seed=2), m, 0.25, seed=3)
-    fast = reconstruct(seqs, m)
+    fast = strict(seqs, m)
     edges, used, status = bench.naive_reconstruct(seqs, m)
     assert [(e.u, e.direction, e.v, e.sequence) for e in fast.new_edges] == edges
     assert fast.true_used == used and fast.status == status

@@ -1,8 +1,8 @@
 """Navigation subcommands: ``worldmodel reconstruct`` and ``worldmodel detours``.
 
     worldmodel reconstruct TASK (--checkpoint DIR --n-sequences N | --model true --n-sequences N
-                                 | --sequences FILE) [--dataset NAME] [--max-degree 4]
-                                [--max-distance-miles 0.5] [--corrupt RATE] [--seed S]
+                                 | --sequences FILE) [--dataset NAME] [--algorithm paper|strict]
+                                [--max-degree 4] [--max-distance-miles 0.5] [--corrupt RATE] [--seed S]
                                 [--color-by length|direction] [--html [--open]] --out DIR
     worldmodel detours TASK (--checkpoint DIR | --model true) --kind random|adversarial[,...]
                             --p 0,0.01,0.1,0.5,0.75 [--trials N] [--dataset NAME] [--seed S] --out FILE
@@ -24,6 +24,10 @@ the destination and all mass on ``end`` at the destination.
 
 This module only parses arguments and prints; the algorithms live in
 :mod:`~worldmodel.worlds.navigation.navigator` and :mod:`~worldmodel.worlds.navigation.reconstruct`.
+
+``--algorithm paper`` (the default) is the authors' Algorithm 1 as their code runs it;
+``--algorithm strict`` is the order-independent variant with rollback (both described
+in :mod:`.reconstruct`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from worldmodel import checkpoints
 from worldmodel.errors import WorldModelError
 
 from .navigator import ShortestRouteModel, decode_unchecked, od_pairs, reachable_within
-from .reconstruct import MILE_M, Reconstructor, corrupt, format_stats
+from .reconstruct import ALGORITHMS, MILE_M, Reconstructor, corrupt, format_stats
 
 
 # ---------------------------------------------------------------------------
@@ -115,11 +119,13 @@ def cmd_reconstruct(args) -> int:
         corrupted = len(chosen)
         source += f"; valid ones only ({len(seqs)} of {n_in}), {corrupted} corrupted (rate {args.corrupt:g})"
 
-    rec = Reconstructor(m, args.max_degree, args.max_distance_miles * MILE_M).run(seqs, progress=progress)
+    rec = Reconstructor(m, args.max_degree, args.max_distance_miles * MILE_M, args.algorithm).run(
+        seqs, progress=progress)
     stats = {"task": task.name, "dataset": dataset, "source": source, "input_sequences": n_in,
              "corrupted": corrupted, **rec.stats()}
     title = (f"{task.name}: {stats['used']} of {stats['sequences']} sequences consistent, "
-             f"{stats['new_edges']} new edges (max degree {args.max_degree}, {args.max_distance_miles:g} mi)")
+             f"{stats['new_edges']} new edges\n({args.algorithm} algorithm, max degree {args.max_degree}, "
+             f"{args.max_distance_miles:g} mi)")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -180,6 +186,8 @@ def register(subparsers) -> None:
     r.add_argument("--n-sequences", type=int, help="how many sequences to draw (with --checkpoint / --model)")
     r.add_argument("--dataset", help="which dataset's test split (default: the checkpoint's, else the first)")
     r.add_argument("--data-dir")
+    r.add_argument("--algorithm", choices=ALGORITHMS, default="paper",
+                   help="paper: the authors' Algorithm 1 (default); strict: order-independent degree, rollback")
     r.add_argument("--max-degree", type=int, default=4)
     r.add_argument("--max-distance-miles", type=float, default=0.5)
     r.add_argument("--corrupt", type=float, help="keep valid sequences and re-label one step in this share")

@@ -19,6 +19,9 @@ EARTH_RADIUS_M = 6_371_008.8
 #: One statute mile in metres.
 MILE_M = 1609.344
 
+#: The Earth radius in miles that the paper's code uses for map reconstruction distances.
+PAPER_EARTH_RADIUS_MILES = 3958.8
+
 Coord = tuple[float, float]
 
 
@@ -28,6 +31,15 @@ def haversine_m(coord_a: Coord, coord_b: Coord) -> float:
     lat2, lon2 = map(math.radians, coord_b)
     h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
     return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(h)))
+
+
+def haversine_miles(coord_a: Coord, coord_b: Coord) -> float:
+    """Great-circle miles between two (lat, lon) points, as the paper's reconstruction code measures
+    them: the haversine formula in its ``atan2`` form on a sphere of radius 3,958.8 miles."""
+    lat1, lon1 = map(math.radians, coord_a)
+    lat2, lon2 = map(math.radians, coord_b)
+    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
+    return PAPER_EARTH_RADIUS_MILES * (2 * math.atan2(math.sqrt(h), math.sqrt(1 - h)))
 
 
 def bearing_deg(coord_a: Coord, coord_b: Coord) -> float:
