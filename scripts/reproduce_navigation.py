@@ -3,6 +3,7 @@
 
     OMP_NUM_THREADS=1 python scripts/reproduce_navigation.py TASK [--runs runs] [--steps N]
                       [--trials N] [--detour-trials N] [--recon-sequences N] [--corrupt-rate R]
+                      [--algorithm paper|strict]
                       [--skip-train]
 
 For a navigation task (``nav-grid``, ``nav-manhattan-region``, ...) it runs
@@ -23,11 +24,13 @@ For a navigation task (``nav-grid``, ``nav-manhattan-region``, ...) it runs
    trained model and the world's shortest-route navigator as a reference row, from the
    same held-out OD pairs (the shortest-paths test split) ->
    ``<results>/<task>/table2.md`` + ``.json`` and ``<figures>/<task>-detours.png``;
-5. **map reconstruction** (Algorithm 1) from the true test sequences, from the
-   corruption control (valid sequences with one step re-labelled in a share equal to
-   the shortest-paths model's invalid rate, or ``--corrupt-rate``) and from each trained
-   model's greedy traversals -> ``<figures>/<task>-map-<which>.png`` and
-   ``<results>/<task>/reconstruction.md`` + ``.json``.
+5. **map reconstruction** (Algorithm 1, the paper's algorithm unless ``--algorithm
+   strict``) from the true test sequences, from the corruption control (valid sequences
+   with one step re-labelled in a share equal to the shortest-paths model's invalid rate,
+   or ``--corrupt-rate``) and from each trained model's greedy traversals ->
+   ``<figures>/<task>-map-<which>.png`` and ``<results>/<task>/reconstruction.md`` +
+   ``.json``; the shortest-paths model's traversals are also reconstructed with the
+   other algorithm, for comparison (``<figures>/<task>-map-shortest-paths-<other>.png``).
 
 Every Markdown file states the command that produced it.
 """
@@ -308,8 +311,13 @@ def plot_detours(path: Path, task_name: str, detours: dict, ps) -> None:
 
 
 def reconstructions(task, checkpoints: dict[str, Path], runs: Path, n_seq: int, corrupt_rate: float | None,
-                    max_degree: int, max_miles: float, seed: int, figures: Path, progress: bool) -> dict:
-    """Reconstruct from true, corrupted and model sequences; draw each map; return stats per source."""
+                    max_degree: int, max_miles: float, seed: int, figures: Path, progress: bool,
+                    algorithm: str = "paper") -> tuple[dict, dict | None]:
+    """Reconstruct from true, corrupted and model sequences; draw each map.
+
+    Returns stats per source, and the stats of the shortest-paths model's traversals
+    under the other algorithm (``None`` without that model).
+    """
     import numpy as np
 
     from worldmodel.checkpoints import load
@@ -359,35 +367,75 @@ def reconstructions(task, checkpoints: dict[str, Path], runs: Path, n_seq: int, 
                        {"origin": f"greedy decoding of the {ds} model from {len(pairs)} shortest-paths test "
                                   f"OD pairs", "invalid_rate": invalid_rate[ds]})
 
-    out = {}
-    rec = Reconstructor(m, max_degree, max_miles * MILE_M)
-    for which, (title, seqs, info) in sources.items():
+    other = "strict" if algorithm == "paper" else "paper"
+    jobs = [(which, title, seqs, info, algorithm, which) for which, (title, seqs, info) in sources.items()]
+    if "shortest-paths" in sources:
+        title, seqs, info = sources["shortest-paths"]
+        jobs.append(("shortest-paths", title, seqs, info, other, f"shortest-paths-{other}"))
+    out, comparison = {}, None
+    recs = {a: Reconstructor(m, max_degree, max_miles * MILE_M, a) for a in {algorithm, other}}
+    for which, title, seqs, info, algo, name in jobs:
         t0 = time.time()
-        r = rec.run(seqs, progress=progress)
+        r = recs[algo].run(seqs, progress=progress)
         stats = {**info, "title": title, **r.stats(), "seconds": time.time() - t0}
-        fig = figures / f"{task.name}-map-{which}.png"
+        fig = figures / f"{task.name}-map-{name}.png"
         draw_reconstruction(r, m, fig, title=(
             f"{task.name} — {title}: {stats['used']} of {stats['sequences']} sequences consistent, "
-            f"{stats['new_edges']} new edges\n(max degree {max_degree}, new edges ≤ {max_miles:g} mi)"))
-        graph_path = runs / "reconstruct" / f"graph-{which}.json"
+            f"{stats['new_edges']} new edges\n({algo} algorithm, max degree {max_degree}, "
+            f"new edges ≤ {max_miles:g} mi)"))
+        graph_path = runs / "reconstruct" / f"graph-{name}.json"
         graph_path.parent.mkdir(parents=True, exist_ok=True)
-        graph_path.write_text(json.dumps({"task": task.name, "source": which, "edges": r.edge_list()}))
+        graph_path.write_text(json.dumps({"task": task.name, "source": which, "algorithm": algo,
+                                          "edges": r.edge_list()}))
         stats["figure"] = str(fig)
-        out[which] = stats
-    return out
+        if algo == algorithm:
+            out[which] = stats
+        else:
+            comparison = stats
+    return out, comparison
 
 
-def write_reconstruction(path: Path, task, recs: dict, max_degree: int, max_miles: float, command: str) -> None:
-    lines = ["| Sequences | input | malformed | valid on true map | used | failed | true edges used | "
-             "new edges | new-edge length median / mean / max (m) | figure |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for which, s in recs.items():
-        ls = s.get("new_edge_length_m")
-        lens = "—" if not ls else f"{ls['median']:.0f} / {ls['mean']:.0f} / {ls['max']:.0f}"
-        fig = Path(s["figure"]).name
-        lines.append(f"| {s['title']} | {s['sequences']} | {s['malformed']} | {s['valid_on_true_map']} | "
-                     f"{s['used']} | {s['failed']} | {s['true_edges_used']} / {s['true_edges']} | "
-                     f"{s['new_edges']} | {lens} | `figures/{fig}` |")
+RECONSTRUCTION_ALGORITHMS = {
+    "paper": ("the paper's Algorithm 1 as the authors' code runs it: every true street starts unused and "
+              "counts toward the degree limit only once a sequence uses it; a sequence first follows the map "
+              "as it stands, then, where it is stuck, gets a new edge in the stuck direction to the node (the "
+              "current one included) whose continuation is longest (ties: node order), or straight to its "
+              "destination on its last move; a failed sequence keeps the edges it added"),
+    "strict": ("the strict variant: at the first invalid step of a sequence a new edge is added from the "
+               "current node with that step's direction, to the candidate that greedily makes the most later "
+               "steps valid (ties: the nearer); every true street counts toward the degree limit; a sequence "
+               "that cannot be made consistent is failed and its edges removed"),
+}
+
+
+def _recon_row(s: dict) -> str:
+    ls = s.get("new_edge_length_m")
+    lens = "—" if not ls else f"{ls['median']:.0f} / {ls['mean']:.0f} / {ls['max']:.0f}"
+    share = s.get("valid_share")
+    valid = f"{s['valid_on_true_map']}" + ("" if share is None else f" ({100 * share:.0f}%)")
+    fig = Path(s["figure"]).name
+    return (f"| {s['title']} | {s['sequences']} | {s['malformed']} | {valid} | "
+            f"{s['used']} | {s['failed']} | {s['true_edges_used']} / {s['true_edges']} | "
+            f"{s['new_edges']} | {lens} | `figures/{fig}` |")
+
+
+def write_reconstruction(path: Path, task, recs: dict, max_degree: int, max_miles: float, command: str,
+                         algorithm: str = "paper", comparison: dict | None = None) -> None:
+    head = ["| Sequences | input | malformed | valid on true map | used | failed | true edges used | "
+            "new edges | new-edge length median / mean / max (m) | figure |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = head + [_recon_row(s) for s in recs.values()]
+    from worldmodel.worlds.navigation.reconstruct import DIRECTIONS
+
+    dirs = ["| Sequences | " + " | ".join(DIRECTIONS) + " |", "|---|" + "|".join("---" for _ in DIRECTIONS) + "|"]
+    for s in recs.values():
+        dirs.append(f"| {s['title']} | " + " | ".join(str(s["new_edges_by_direction"].get(d, 0))
+                                                     for d in DIRECTIONS) + " |")
+    compare = ""
+    if comparison is not None:
+        other = comparison["algorithm"]
+        compare = (f"\nThe shortest-paths model's traversals under the {other} algorithm, for comparison "
+                   f"({RECONSTRUCTION_ALGORITHMS[other]}):\n\n" + "\n".join(head + [_recon_row(comparison)]) + "\n")
     hist_keys = []
     for s in recs.values():
         for k in s["new_edge_length_histogram"]:
@@ -402,20 +450,23 @@ def write_reconstruction(path: Path, task, recs: dict, max_degree: int, max_mile
                       for s in recs.values() if s["failed_by_reason"])
     mal = "\n".join(f"- {s['title']}: " + ", ".join(f"{n} {r}" for r, n in sorted(s["malformed_by_reason"].items()))
                     for s in recs.values() if s["malformed_by_reason"])
-    text = f"""# {task.name}: map reconstruction (Algorithm 1)
+    text = f"""# {task.name}: map reconstruction (Algorithm 1, {algorithm} algorithm)
 
 Made by `{command}`.
 
 The graph each set of sequences implies on the true map's {len(task.world.map.nodes)} intersections
-({len(task.world.map.edges)} true streets): at the first invalid step of a sequence a new edge is added
-from the current node with that step's direction, to the candidate that greedily makes the most later
-steps valid; at most one edge per direction per node, out-degree ≤ {max_degree}, new edges ≤
-{max_miles:g} mile (great circle). A sequence that cannot be made consistent is failed (its edges
-removed). Malformed sequences (not ending in `end`, e.g. a model that never stops) are skipped.
+({len(task.world.map.edges)} true streets), with {RECONSTRUCTION_ALGORITHMS[algorithm]}. At most one
+used or new edge per direction per node, out-degree ≤ {max_degree}, new edges ≤ {max_miles:g} mile
+(great circle). Malformed sequences (not ending in `end`, e.g. a model that never stops) are skipped.
+"valid on true map" counts the well-formed sequences that are valid on the true map (share in brackets).
 
 {origins}
 
 {chr(10).join(lines)}
+{compare}
+New edges by direction:
+
+{chr(10).join(dirs)}
 
 New-edge length distribution (count per bin):
 
@@ -456,6 +507,8 @@ def main(argv=None) -> int:
                     help="sequences per map reconstruction (default 500)")
     ap.add_argument("--corrupt-rate", type=float,
                     help="corruption control rate (default: the shortest-paths model's invalid rate)")
+    ap.add_argument("--algorithm", choices=["paper", "strict"], default="paper",
+                    help="map reconstruction algorithm (default paper; the other one is drawn for comparison)")
     ap.add_argument("--max-degree", type=int, default=4)
     ap.add_argument("--max-distance-miles", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
@@ -562,10 +615,14 @@ def run(args, argv) -> int:
     print((results / "table2.md").read_text())
 
     # 5. map reconstruction
-    recs = reconstructions(task, checkpoints, runs, args.recon_sequences, args.corrupt_rate, args.max_degree,
-                           args.max_distance_miles, args.seed, figures, progress)
-    write_reconstruction(results / "reconstruction.md", task, recs, args.max_degree, args.max_distance_miles, command)
-    (results / "reconstruction.json").write_text(json.dumps({"command": command, "task": task.name, "sources": recs},
+    recs, comparison = reconstructions(task, checkpoints, runs, args.recon_sequences, args.corrupt_rate,
+                                       args.max_degree, args.max_distance_miles, args.seed, figures, progress,
+                                       args.algorithm)
+    write_reconstruction(results / "reconstruction.md", task, recs, args.max_degree, args.max_distance_miles, command,
+                         args.algorithm, comparison)
+    (results / "reconstruction.json").write_text(json.dumps({"command": command, "task": task.name,
+                                                             "algorithm": args.algorithm, "sources": recs,
+                                                             "comparison": comparison},
                                                             indent=1))
     print((results / "reconstruction.md").read_text())
     return 0

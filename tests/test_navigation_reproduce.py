@@ -58,7 +58,7 @@ def test_files_written(run):
     for name in ("table1.md", "table1.json", "table2.md", "table2.json", "reconstruction.md", "reconstruction.json"):
         assert (res / name).stat().st_size > 0, name
     figs = ["metrics", "detours", "map-true", "map-corrupted", "map-shortest-paths", "map-noisy-shortest-paths",
-            "map-random-walks"]
+            "map-random-walks", "map-shortest-paths-strict"]
     for f in figs:
         assert (tmp / "figs" / f"{TASK}-{f}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f
     # trial logs under runs/ (resumable), checkpoints per dataset
@@ -113,7 +113,13 @@ def test_reconstruction_structure(run):
     assert head[:7] == ["Sequences", "input", "malformed", "valid on true map", "used", "failed", "true edges used"]
     assert [r[0] for r in body] == ["True sequences", "Corrupted true sequences", "Shortest paths model",
                                     "Noisy shortest paths model", "Random walks model"]
-    data = json.loads((tmp / "results" / TASK / "reconstruction.json").read_text())["sources"]
+    full = json.loads((tmp / "results" / TASK / "reconstruction.json").read_text())
+    data = full["sources"]
+    assert full["algorithm"] == "paper" and all(s["algorithm"] == "paper" for s in data.values())
+    # the shortest-paths model's traversals again under the strict algorithm, same sequences
+    assert full["comparison"]["algorithm"] == "strict"
+    assert full["comparison"]["sequences"] == data["shortest-paths"]["sequences"]
+    assert full["comparison"]["valid_on_true_map"] == data["shortest-paths"]["valid_on_true_map"]
     true = data["true"]
     # valid sequences: all used, none failed, no new edge
     assert true["sequences"] == 8 and true["used"] == 8 and true["failed"] == 0 and true["new_edges"] == 0

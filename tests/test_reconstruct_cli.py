@@ -50,8 +50,8 @@ def test_reconstruct_corruption_control_and_html(tmp_path, data_dir):
     assert run("reconstruct", TASK, "--model", "true", "--n-sequences", 40, "--corrupt", 0.5,
                "--color-by", "direction", "--html", "--data-dir", data_dir, "--out", out, "--no-progress") == 0
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["corrupted"] == 20
-    assert stats["valid_on_true_map"] <= 20 + stats["failed"]
+    assert stats["corrupted"] == 20 and stats["algorithm"] == "paper"
+    assert stats["valid_on_true_map"] == 20 and stats["valid_share"] == 0.5
     graph = json.loads((out / "graph.json").read_text())
     new = [e for e in graph["edges"] if e["type"] == "new"]
     assert len(new) == stats["new_edges"] > 0
@@ -59,6 +59,23 @@ def test_reconstruct_corruption_control_and_html(tmp_path, data_dir):
     html = (out / "reconstruction.html").read_text()
     assert "tilelayer" not in html.lower()  # no tile server
     assert html.count("L.polyline(") == len(graph["edges"])
+
+
+def test_reconstruct_strict_algorithm_on_the_same_sequences(tmp_path, data_dir):
+    outs = {}
+    for algo in ("paper", "strict"):
+        outs[algo] = tmp_path / algo
+        assert run("reconstruct", TASK, "--model", "true", "--n-sequences", 40, "--corrupt", 0.5,
+                   "--algorithm", algo, "--data-dir", data_dir, "--out", outs[algo], "--no-progress") == 0
+    paper, strict = (json.loads((outs[a] / "stats.json").read_text()) for a in ("paper", "strict"))
+    assert paper["algorithm"] == "paper" and strict["algorithm"] == "strict"
+    assert paper["valid_on_true_map"] == strict["valid_on_true_map"] == 20
+    # strict rolls failures back: the sequences its kept edges came from are consistent, invalid ones
+    graph = json.loads((outs["strict"] / "graph.json").read_text())
+    kept = {e["added_by"] for e in graph["edges"] if e["type"] == "new"}
+    assert 0 < len(kept) <= strict["used"] - strict["valid_on_true_map"]
+    with pytest.raises(SystemExit):
+        run("reconstruct", TASK, "--model", "true", "--n-sequences", 4, "--algorithm", "fast", "--out", tmp_path / "x")
 
 
 def test_reconstruct_sequence_file_counts_malformed(tmp_path, data_dir):
