@@ -58,7 +58,7 @@ def main(argv=None) -> int:
 
 def run(args, argv) -> int:
     from worldmodel.worlds.navigation.draw import draw_reconstruction
-    from worldmodel.worlds.navigation.graph import load_paper_graph, shared_data_dir
+    from worldmodel.worlds.navigation.sources import load_paper_graph, shared_data_dir
     from worldmodel.worlds.navigation.reconstruct import MILE_M, Reconstructor
 
     folder = Path(args.sequences)
@@ -117,7 +117,7 @@ def run(args, argv) -> int:
 
 
 def write_markdown(path: Path, out: dict, args, command: str, with_expected: bool) -> None:
-    from worldmodel.worlds.navigation.reconstruct import DIRECTIONS
+    from worldmodel.worlds.navigation.geometry import DIRECTIONS
 
     head = ("| Traversals | algorithm | well-formed | valid on true map | consistent | failed | new edges | "
             "new-edge length median / max (m) | seconds |" + (" Jaccard vs expected |" if with_expected else ""))

@@ -425,7 +425,7 @@ def write_reconstruction(path: Path, task, recs: dict, max_degree: int, max_mile
             "new edges | new-edge length median / mean / max (m) | figure |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     lines = head + [_recon_row(s) for s in recs.values()]
-    from worldmodel.worlds.navigation.reconstruct import DIRECTIONS
+    from worldmodel.worlds.navigation.geometry import DIRECTIONS
 
     dirs = ["| Sequences | " + " | ".join(DIRECTIONS) + " |", "|---|" + "|".join("---" for _ in DIRECTIONS) + "|"]
     for s in recs.values():

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from worldmodel.worlds.navigation.geometry import DIRECTIONS, MILE_M, haversine_miles
-from worldmodel.worlds.navigation.geometry import haversine_m as great_circle_m
+from worldmodel.worlds.navigation.geometry import haversine_m
 from worldmodel.worlds.navigation.reconstruct import reconstruct
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def at(north_m: float, east_m: float) -> tuple[float, float]:
 
 def make_map(coords: dict[str, tuple[float, float]], edges: dict[tuple[str, str], str]):
     """A StreetMap-like object; node order = the order of ``coords``."""
-    lengths = {k: great_circle_m(coords[k[0]], coords[v]) for k, v in edges.items()}
+    lengths = {k: haversine_m(coords[k[0]], coords[v]) for k, v in edges.items()}
     return SimpleNamespace(nodes=list(coords), coords=dict(coords), edges=dict(edges), lengths=lengths)
 
 
@@ -346,7 +346,7 @@ def test_stats_report_the_valid_share_and_new_edges_by_direction():
     assert st_["valid_on_true_map"] == 2 and st_["valid_share"] == pytest.approx(2 / 3)
     assert st_["new_edges"] == 1 and st_["new_edges_by_direction"]["E"] == 1
     assert sum(st_["new_edges_by_direction"].values()) == 1
-    assert st_["new_edge_length_m"]["max"] == pytest.approx(great_circle_m(coords["B"], coords["Z"]), abs=1e-3)
+    assert st_["new_edge_length_m"]["max"] == pytest.approx(haversine_m(coords["B"], coords["Z"]), abs=1e-3)
 
 
 def test_unknown_algorithm_is_a_one_line_error():
@@ -371,7 +371,7 @@ def test_published_samples_match_the_plain_implementation():
     base = Path(os.environ.get("WORLDMODEL_SHARED", REPO.parent / "shared" / "data")) / "manhattan"
     if not (base / "world_model_edges.json").is_file():
         pytest.skip(f"shared Manhattan data not found at {base}")
-    from worldmodel.worlds.navigation.graph import load_paper_graph
+    from worldmodel.worlds.navigation.sources import load_paper_graph
 
     m = load_paper_graph(base / "world_model_edges.json", base / "nodes.csv", base / "edges.csv")
     lines = (Path(folder) / "shortest" / "samples.txt").read_text().splitlines()

@@ -55,7 +55,6 @@ from .geometry import PAPER_EARTH_RADIUS_MILES as EARTH_RADIUS_MILES
 from .geometry import haversine_miles
 
 
-
 def _haversine_miles_many(a: tuple[float, float], latlon: np.ndarray) -> np.ndarray:
     """:func:`~.geometry.haversine_miles` from ``a`` to each row of ``latlon`` (numpy; may differ in
     the last bit, so values at the limit are rechecked with the scalar one)."""
