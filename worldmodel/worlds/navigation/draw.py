@@ -5,8 +5,10 @@
   great-circle length (a colour bar, metres) or by their direction label (a legend).
 * :func:`write_html`: an interactive Leaflet map via folium with ``tiles=None``, so it
   needs no tile server: only the street graph itself is drawn (pan, zoom, a tooltip per
-  new edge). The page loads the Leaflet library itself from folium's CDN links the
-  first time it is opened; no map data leaves the machine.
+  new edge). The page is self-contained: the vendored Leaflet 1.9.4 (``vendor/leaflet``,
+  BSD-2-Clause) is written inline, its images as data URIs, and folium's other CDN
+  links (jQuery, Bootstrap, icon fonts, none of which this map uses) are dropped, so it
+  works offline and loads nothing from the network.
 
 Both take a :class:`~worldmodel.worlds.navigation.reconstruct.Reconstruction` (or its
 ``edge_list()``) and the :class:`StreetMap` whose ``coords`` give positions.
@@ -14,7 +16,9 @@ Both take a :class:`~worldmodel.worlds.navigation.reconstruct.Reconstruction` (o
 
 from __future__ import annotations
 
+import base64
 import math
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -25,6 +29,9 @@ from worldmodel.errors import WorldModelError
 from .reconstruct import DIRECTIONS
 
 COLOR_BY = ("length", "direction")
+VENDOR = Path(__file__).resolve().parent / "vendor" / "leaflet"
+LEAFLET_VERSION = "1.9.4"
+_EXTERNAL = re.compile(r"""<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>\s*|<link[^>]*\bhref="https?://[^"]*"[^>]*>\s*""")
 _DIR_COLOURS = dict(zip(DIRECTIONS, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                     "#9467bd", "#8c564b", "#e377c2", "#17becf")))
 
@@ -107,6 +114,26 @@ def draw_reconstruction(reconstruction_or_edges, street_map, path: str | Path, c
     return path
 
 
+def inline_leaflet(html: str) -> str:
+    """``html`` (a folium page) with Leaflet inline and every external script or stylesheet removed.
+
+    The inline library takes the place of folium's Leaflet ``<script>`` tag, so the globals
+    folium sets before it (``L_NO_TOUCH``, ``L_DISABLE_3D``) keep their order.
+    """
+    def data_uri(match: re.Match) -> str:
+        png = (VENDOR / "images" / match.group(1)).read_bytes()
+        return f"url(data:image/png;base64,{base64.b64encode(png).decode()})"
+
+    css = re.sub(r"url\(images/([\w.-]+\.png)\)", data_uri, (VENDOR / "leaflet.css").read_text())
+    js = (VENDOR / "leaflet.js").read_text()
+    note = f"<!-- Leaflet {LEAFLET_VERSION}, BSD-2-Clause (worldmodel/worlds/navigation/vendor/leaflet/LICENSE) -->"
+    inline = f"{note}\n<style>\n{css}\n</style>\n<script>\n{js}\n</script>\n"
+    first = _EXTERNAL.search(html)
+    if first is None:
+        raise WorldModelError("folium page has no Leaflet script tag to replace (unexpected folium version)")
+    return html[:first.start()] + inline + _EXTERNAL.sub("", html[first.start():])
+
+
 def write_html(reconstruction_or_edges, street_map, path: str | Path, color_by: str = "length",
                open_browser: bool = False) -> Path:
     """Save an interactive map (folium, ``tiles=None``) to ``path``; optionally open it."""
@@ -146,7 +173,10 @@ def write_html(reconstruction_or_edges, street_map, path: str | Path, color_by: 
     folium.LayerControl().add_to(fmap)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fmap.save(str(path))
+    html = inline_leaflet(fmap.get_root().render())
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
     if open_browser:
         import webbrowser
 
