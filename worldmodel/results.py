@@ -273,6 +273,22 @@ def check_writable(path: str | Path, what: str = "--out", folder: bool = False) 
     os.unlink(probe)
 
 
+def write_if_changed(path: str | Path, text: str) -> bool:
+    """Write ``text`` to ``path`` (atomically) unless it already holds exactly that; True if written.
+
+    Reproduction scripts write their tables with it, so a rerun that gets the same
+    numbers leaves a committed file untouched.
+    """
+    path = Path(path)
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return True
+
+
 def write_json_atomic(path: str | Path, data: Any) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,7 @@ MODEL: Schema = {"n_layer": int, "n_embd": int, "n_head": int, "n_positions": in
 TRAIN: Schema = {"steps": int, "batch_size": int, "lr": float, "weight_decay": float, "warmup": int,
                  "eval_every": int, "log_every": int, "keep": str, "data": str, "precision": str,
                  "grad_accum": int, "compile": bool, "time_budget": float, "save_every": int,
-                 "data_workers": int, "peak_flops": float}
+                 "data_workers": int, "peak_flops": float, "cpu_threads": int}
 #: ``[evaluate]``: :class:`worldmodel.metrics.Settings` fields, plus ``epsilon``.
 EVALUATE: Schema = {"epsilon": float, "acceptance": str, "M": int, "k": int, "trials": int, "max_sample_len": int,
                     "boundary": str, "boundary_len": int, "max_boundary": int, "batch_trials": int, "seed": int,
