@@ -110,6 +110,7 @@ class TrainConfig:
     save_every: int | None = None
     data_workers: int | None = None    # None: 0 on CPU, several on CUDA
     peak_flops: float | None = None
+    cpu_threads: int = 1               # CPU intra-op threads while training (0: PyTorch's); fixed_cpu_threads
 
     @classmethod
     def from_task(cls, task: Task, steps: int | None = None, seed: int | None = None,
@@ -141,6 +142,7 @@ class TrainConfig:
                 raise WorldModelError(f"--steps must be at least 1, got {self.steps!r}")
         for name in ("batch_size", "grad_accum"):
             whole(name, 1)
+        whole("cpu_threads", 0)
         for name in ("warmup", "eval_every", "log_every", "save_every", "data_workers"):
             if getattr(self, name) is not None:
                 whole(name, 0 if name in ("warmup", "data_workers") else 1)
@@ -405,9 +407,9 @@ def fixed_cpu_threads(fn):
     """
     @functools.wraps(fn)
     def run(task: Task, *args, **kwargs):
-        n = task.section("train").get("cpu_threads", 1)
+        n = {**task.section("train"), **(kwargs.get("overrides") or {})}.get("cpu_threads", 1)
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise WorldModelError(f"task {task.path}: [train] cpu_threads must be a whole number >= 0, got {n!r}")
+            raise WorldModelError(f"task {task.path} [train]: cpu_threads must be a whole number >= 0, got {n!r}")
         if n == 0 or torch.cuda.is_available():
             return fn(task, *args, **kwargs)
         before = torch.get_num_threads()
