@@ -53,7 +53,8 @@ def summarise(runs: list[dict]) -> dict:
     """Mean over runs, sd across runs and mean within-run standard error of each metric."""
     out = {}
     for key, _ in METRICS:
-        vals = [r[key] for r in runs if r.get(key) and r[key].get("mean") is not None]
+        vals = [r[key] for r in runs
+                if r.get(key) and r[key].get("mean") is not None and not math.isnan(r[key]["mean"])]
         if not vals:
             continue
         means = [v["mean"] for v in vals]
