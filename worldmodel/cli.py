@@ -99,7 +99,7 @@ def cmd_fetch(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from .checkpoints import choose_dataset
-    from .evaluator import build_model, evaluate, settings_for
+    from .evaluator import Shard, build_model, evaluate, local_device, settings_for
     from .metrics import ALL_METRICS
     from .results import MetricResult, markdown_table
     from .tasks import load_task
@@ -112,12 +112,16 @@ def cmd_evaluate(args) -> int:
                             probe_epochs=args.probe_epochs, keep_top=False if args.no_keep_top else None,
                             next_token_positions=args.next_token_positions,
                             next_token_pooling=args.next_token_pooling)
-    model = build_model(task, args.checkpoint, args.model, seed=settings.seed, device=args.device)
+    shard = Shard.from_env()   # under `accelerate launch` / `torchrun`: this process's share of the trials
+    model = build_model(task, args.checkpoint, args.model, seed=settings.seed, device=local_device(args.device))
     model.source = str(args.checkpoint) if args.checkpoint else args.model
     dataset = choose_dataset(task.domain.datasets(), args.dataset, args.checkpoint)
     metrics = args.metrics or list(ALL_METRICS)
     out = Path(args.out) if args.out else None
-    summary = evaluate(task, model, metrics, settings, out, dataset, args.data_dir, not args.no_progress)
+    summary = evaluate(task, model, metrics, settings, out, dataset, args.data_dir, not args.no_progress,
+                       shard=shard)
+    if summary is None:
+        return 0                  # not the main process of a sharded run: it prints and writes
     rows = {model.source: {k: MetricResult(k, **v) for k, v in summary["metrics"].items()}}
     print(markdown_table(rows))
     if out is not None:

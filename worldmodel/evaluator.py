@@ -13,8 +13,10 @@ scripts all go through :func:`evaluate`; everything it needs is an explicit argu
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .errors import WorldModelError
 
@@ -66,9 +68,48 @@ def settings_for(task, acceptance: str | None = None, epsilon: float | None = No
     return settings
 
 
+@dataclass
+class Shard:
+    """This process's place in a sharded evaluation: ``rank`` of ``size`` processes.
+
+    ``barrier`` blocks until every process reaches it. :meth:`from_env` builds one
+    under ``accelerate launch`` or ``torchrun`` (``WORLD_SIZE`` > 1).
+    """
+
+    rank: int
+    size: int
+    barrier: Callable[[], None]
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @classmethod
+    def from_env(cls) -> "Shard | None":
+        """The shard of a distributed launch (a gloo process group for the barriers), or None."""
+        size = int(os.environ.get("WORLD_SIZE", "1"))
+        if size <= 1:
+            return None
+        import datetime
+
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            # gloo works on CPUs and GPUs alike; only barriers go through it (trials go through files)
+            dist.init_process_group("gloo", timeout=datetime.timedelta(hours=48))
+        return cls(dist.get_rank(), dist.get_world_size(), dist.barrier)
+
+
+def local_device(device: str) -> str:
+    """``cuda`` -> ``cuda:<LOCAL_RANK>`` in a distributed launch, so each process gets its own GPU."""
+    if device == "cuda" and "LOCAL_RANK" in os.environ:
+        return f"cuda:{int(os.environ['LOCAL_RANK'])}"
+    return device
+
+
 def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | None = None,
              dataset: str | None = None, data_dir: str | Path | None = None, progress: bool = True,
-             extras: bool = True) -> dict:
+             extras: bool = True, shard: Shard | None = None) -> dict | None:
     """Run ``metrics`` (names from :data:`worldmodel.metrics.ALL_METRICS`) and the domain's extras.
 
     ``dataset`` picks the held-out data of next-token, probe and the domain's extra
@@ -76,33 +117,74 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
     ``out`` each metric's trials are logged beside it (a rerun resumes) and the summary
     is written there as JSON. ``extras=False`` skips the domain's extra metrics.
     Returns ``{"task", "model", "dataset", "settings", "metrics": {name: result dict}}``.
+
+    With ``shard`` (several processes, :meth:`Shard.from_env`), every process runs its
+    share of the compression, distinction and next-token trials (whole batches of
+    ``batch_trials``, dealt round-robin) into its own part of the trial log; the main
+    process merges the parts and computes the summary from all trials, so it equals
+    a single-process run's, runs the probe and the domain's extras, writes ``out`` and
+    returns the summary; the other processes return None. ``out`` is required (the
+    processes meet through its files; on several machines it must be on a shared disk).
     """
     from . import metrics as M
-    from .results import TrialLog, check_writable, write_json_atomic
+    from .results import ShardedTrialLog, TrialLog, check_writable, merge_trial_logs, write_json_atomic
 
     domain = task.domain
     world = domain.world
     out = Path(out) if out is not None else None
     dataset = dataset or domain.datasets()[0]
+    if shard is not None and shard.size > 1:
+        if out is None:
+            raise WorldModelError("a sharded evaluation (several processes) needs --out: the processes meet in its files")
+    else:
+        shard = None
     if out is not None:
         check_writable(out, "--out")  # before any work: a bad output path fails at once
+    main = shard is None or shard.main
     results = {}
     source = getattr(model, "source", model.name)
     # the dataset is part of the header: a rerun on other data never resumes these trials
     base_settings = {"task": task.name, "model": source, "dataset": dataset, **settings.to_dict()}
 
+    def path(name):
+        return out.with_name(out.stem + f".{name}.trials.jsonl")
+
     def log(name):
         if out is None:
             return None
-        return TrialLog(out.with_name(out.stem + f".{name}.trials.jsonl"), {**base_settings, "metric": name})
+        return TrialLog(path(name), {**base_settings, "metric": name})
+
+    def trial_metric(name, run):
+        """Run a trial-based metric, sharded when asked; the result (main process) from all trials."""
+        if shard is None:
+            return run(log(name), progress)
+        header = {**base_settings, "metric": name}
+        part = ShardedTrialLog(path(name), header, shard.rank, shard.size)
+        shard.barrier()                   # every process has read what is done before any writes
+        run(part, progress and shard.main)
+        part.close()
+        shard.barrier()
+        result = None
+        if shard.main:
+            merge_trial_logs(path(name), header)
+            result = run(log(name), False)  # every trial is logged: this only aggregates
+        shard.barrier()
+        return result
 
     if "compression" in metrics:
-        results["compression_precision"] = M.compression(world, model, domain.sampler(), settings, log("compression"), progress)
+        results["compression_precision"] = trial_metric(
+            "compression", lambda lg, pr: M.compression(world, model, domain.sampler(), settings, lg, pr))
     if "distinction" in metrics:
-        results.update(M.distinction(world, model, domain.sampler(), settings, log("distinction"), progress))
+        got = trial_metric("distinction", lambda lg, pr: M.distinction(world, model, domain.sampler(), settings, lg, pr))
+        if main:
+            results.update(got)
     if "next-token" in metrics:
         seqs = domain.sequences("test", dataset, data_dir)
-        results["next_token"] = M.next_token(world, model, seqs, settings, log("next-token"), progress)
+        results["next_token"] = trial_metric(
+            "next-token", lambda lg, pr: M.next_token(world, model, seqs, settings, lg, pr))
+    if not main:
+        shard.barrier()                   # wait while the main process runs the rest
+        return None
     if "probe" in metrics:
         seqs = domain.sequences("train", dataset, data_dir)
         results["probe"] = M.probe(world, model, seqs, settings, progress)
@@ -115,4 +197,6 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
     }
     if out is not None:
         write_json_atomic(out, summary)
+    if shard is not None:
+        shard.barrier()
     return summary

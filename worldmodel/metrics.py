@@ -166,10 +166,14 @@ class _Runner:
     def run(self, n: int, draw: Callable[[int, np.random.Generator], object],
             evaluate_batch: Callable[[list], list[dict]]) -> list[dict]:
         todo = [i for i in range(n) if i not in self.log.done]
+        chunks = [todo[c:c + self.s.batch_trials] for c in range(0, len(todo), self.s.batch_trials)]
+        shard = getattr(self.log, "shard", None)   # (rank, processes): run only this process's batches
+        if shard is not None:
+            chunks = chunks[shard[0]::shard[1]]
         bar = tqdm(total=n, initial=n - len(todo), desc=self.name, disable=not self.progress, leave=False)
-        for c0 in range(0, len(todo), self.s.batch_trials):
+        for chunk in chunks:
             items = []
-            for i in todo[c0:c0 + self.s.batch_trials]:
+            for i in chunk:
                 seed = trial_seed(self.s.seed, self.name, i)
                 rng = np.random.default_rng(seed)
                 base = {"trial": i, "seed": seed}
@@ -180,7 +184,7 @@ class _Runner:
             if items:
                 for rec in evaluate_batch(items):
                     self.log.append(rec)
-            bar.update(len(todo[c0:c0 + self.s.batch_trials]))
+            bar.update(len(chunk))
         bar.close()
         return self.log.trials(n)
 

@@ -130,6 +130,36 @@ def _stable_hash(text: str) -> int:
     return h
 
 
+def read_trial_log(path: Path, settings: dict[str, Any]) -> tuple[dict[int, dict], list[str], int]:
+    """Read a trial log without changing it: ``(trials by index, good lines, number of lines)``.
+
+    The header must hold ``settings`` (else :class:`WorldModelError`); reading stops at
+    a truncated line (a run killed mid-write). A missing or empty file has no trials.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return {}, [], 0
+    lines = path.read_text().splitlines()
+    try:
+        header = json.loads(lines[0])
+    except json.JSONDecodeError:
+        raise WorldModelError(f"trial log {path} is corrupt (bad header line)") from None
+    if header.get("settings") != settings:
+        raise WorldModelError(
+            f"trial log {path} was written with other settings; "
+            "delete it or choose another --out to start a new run"
+        )
+    done: dict[int, dict] = {}
+    good = [lines[0]]
+    for line in lines[1:]:
+        try:
+            t = json.loads(line)
+        except json.JSONDecodeError:
+            break  # a run killed mid-line: drop the fragment
+        done[int(t["trial"])] = t
+        good.append(line)
+    return done, good, len(lines)
+
+
 class TrialLog:
     """Append-only JSON-lines log of trials with resume.
 
@@ -146,27 +176,9 @@ class TrialLog:
         self._fh = None
         if self.path is None:
             return
-        if self.path.exists() and self.path.stat().st_size > 0:
-            lines = self.path.read_text().splitlines()
-            try:
-                header = json.loads(lines[0])
-            except json.JSONDecodeError:
-                raise WorldModelError(f"trial log {self.path} is corrupt (bad header line)") from None
-            if header.get("settings") != self.settings:
-                raise WorldModelError(
-                    f"trial log {self.path} was written with other settings; "
-                    "delete it or choose another --out to start a new run"
-                )
-            good = [lines[0]]
-            for line in lines[1:]:
-                try:
-                    t = json.loads(line)
-                except json.JSONDecodeError:
-                    break  # a run killed mid-line: drop the fragment
-                self.done[int(t["trial"])] = t
-                good.append(line)
-            if len(good) != len(lines):
-                self.path.write_text("\n".join(good) + "\n")
+        self.done, good, total = read_trial_log(self.path, self.settings)
+        if len(good) != total:
+            self.path.write_text("\n".join(good) + "\n")
 
     def _open(self):
         if self._fh is None and self.path is not None:
@@ -193,6 +205,59 @@ class TrialLog:
     def trials(self, n: int | None = None) -> list[dict]:
         idx = sorted(self.done) if n is None else [i for i in range(n) if i in self.done]
         return [self.done[i] for i in idx]
+
+
+def shard_part(path: Path, rank: int) -> Path:
+    """Process ``rank``'s part of the trial log ``path`` (``x.trials.jsonl`` -> ``x.trials.part3.jsonl``)."""
+    return path.with_name(f"{path.stem}.part{rank}{path.suffix}")
+
+
+def shard_parts(path: Path) -> list[Path]:
+    """Every part file of ``path`` present on disk, whatever the number of processes that wrote them."""
+    return sorted(path.parent.glob(f"{path.stem}.part*{path.suffix}"))
+
+
+class ShardedTrialLog(TrialLog):
+    """One process's share of a trial log split across ``size`` processes (sharded evaluation).
+
+    It appends to its own part file (:func:`shard_part`); trials already in the main log
+    or in any part file are done and not run again. The metric runner reads
+    :attr:`shard` and runs only this process's batches of trials:
+    batch ``b`` of the trials left to do belongs to process ``b mod size``, so every
+    trial sees the same batch companions as in a single-process run.
+    :func:`merge_trial_logs` then joins the parts into the main log.
+    """
+
+    def __init__(self, path: str | Path, settings: dict[str, Any], rank: int, size: int):
+        path = Path(path)
+        super().__init__(shard_part(path, rank), settings)
+        self.main = path
+        self.shard = (int(rank), int(size))
+        for other in [path, *shard_parts(path)]:
+            if other != self.path:
+                self.done.update(read_trial_log(other, self.settings)[0])
+
+
+def merge_trial_logs(path: str | Path, settings: dict[str, Any]) -> int:
+    """Join the main trial log and its part files into the main log, in trial order; returns the count.
+
+    The main log is replaced atomically, then the parts are deleted; a trial found in
+    several files is kept once.
+    """
+    path = Path(path)
+    parts = shard_parts(path)
+    done: dict[int, dict] = {}
+    for f in [path, *parts]:
+        done.update(read_trial_log(f, settings)[0])
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as fh:
+        fh.write(json.dumps({"settings": json.loads(json.dumps(settings))}) + "\n")
+        for i in sorted(done):
+            fh.write(json.dumps(done[i], default=_json_default) + "\n")
+    tmp.replace(path)
+    for f in parts:
+        f.unlink()
+    return len(done)
 
 
 def _json_default(obj):
