@@ -619,7 +619,7 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
     def speed(iv) -> dict:
         """Throughput of the steps since the last log line (validation and saving excluded)."""
         dt = max(time.perf_counter() - iv["t"], 1e-9)
-        return {"seconds": dt, "tokens_per_s": iv["tokens"] / dt,
+        return {"seconds": dt, "cpu_seconds": time.process_time() - iv["cpu"], "tokens_per_s": iv["tokens"] / dt,
                 "mfu": 6.0 * n_params * iv["positions"] / dt / (peak * processes), "data_wait": iv["wait"] / dt}
 
     # -- loop --------------------------------------------------------------------------
@@ -631,7 +631,8 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
     loss_dev = None
     stopped = None
     t_loop = time.time()
-    interval = {"t": time.perf_counter(), "tokens": 0, "positions": 0, "wait": 0.0, "steps": 0}
+    interval = {"t": time.perf_counter(), "cpu": time.process_time(), "tokens": 0, "positions": 0,
+                            "wait": 0.0, "steps": 0}
     rate_mark = None          # (step, time) after warm-up, for fitting steps to the budget
     first_step = step
     with _StopFlag() as stop:
@@ -727,7 +728,8 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
                                     mfu=f"{rec['mfu']:.1%}")
                 if step % save_every == 0 and step < plan["steps"]:
                     save_state()
-                interval = {"t": time.perf_counter(), "tokens": 0, "positions": 0, "wait": 0.0, "steps": 0}
+                interval = {"t": time.perf_counter(), "cpu": time.process_time(), "tokens": 0, "positions": 0,
+                            "wait": 0.0, "steps": 0}
         if stopped == "interrupted":
             save_state()
             bar.close()
