@@ -1,20 +1,35 @@
-"""Benchmark: the metric engine against a naive engine, same seeds, same numbers.
+"""Benchmark: the metric engine against the authors' method and a naive engine, same seeds, same numbers.
 
-The naive engine is the straightforward way to run the paper's tests: one trial at
-a time; continuations sampled with ``model.generate`` (a logits processor applies
-the acceptance rule and picks each token from the trial's own uniforms, so both
-engines draw identical samples); every suffix rescored as a full padded
-``prefix + suffix`` sequence, the prefix recomputed each time.
+Three engines score the same trials (same seeds, same prefix pairs, same samples):
 
-The engine batches the model calls of ``--batch-trials`` trials together, runs each
-prefix once and reuses its key/value cache for every continuation sampled or
-scored after it.
+* **engine** — :func:`worldmodel.metrics.compression` / :func:`~worldmodel.metrics.distinction`:
+  the model calls of ``--batch-trials`` trials batched together, each prefix run
+  once, sampling after one prefix and checking after the other in lock step over a
+  trie of sampled histories.
+* **authors** — the paper's code's way: per trial, the M samples after the first
+  prefix drawn in ONE batched Hugging Face ``generate`` call
+  (``num_return_sequences=M``, ``do_sample=True``, ``epsilon_cutoff=ε``, stopping when
+  every row has hit a stop token), then all M samples scored after the second prefix
+  in ONE right-padded forward pass (prefix recomputed per row); distinction's true
+  boundary likewise, one padded pass after each prefix. Only ``generate``'s final
+  ``torch.multinomial`` draw is made reproducible (a last logits processor picks the
+  inverse CDF at the trial's uniforms), so all three engines draw identical samples.
+* **naive** — one trial at a time, ``generate`` run to the full length with every
+  step's choice forced, every suffix rescored as a full padded sequence.
 
-    python scripts/bench_metrics.py [--task toy-dfa] [--checkpoint DIR] [--trials 60]
+    python scripts/bench_metrics.py [--task TASK] [--checkpoint DIR] [--trials 60] [--device cpu|cuda]
 
-Without ``--checkpoint`` it trains the task's model first (``--train-steps``). It
-prints trials per second for both engines, their ratio, and asserts that the
-metric values are identical.
+Without ``--checkpoint`` it trains the task's model first (``--train-steps``); with
+one and no ``--task``, the task is the checkpoint's own ``task.toml``. It asserts
+that every trial's scores are identical across the three engines, then prints
+trials per second, the ratios engine/authors (the headline) and engine/naive, the
+rate in tokens per second (the tokens the authors' method feeds the model: both
+prefixes, every sampled token, every true-boundary token; the same count divides
+every engine's time) and, for comparison, the model's plain forward-pass
+throughput on full-context batches on the same device. ``--skip-naive`` leaves the
+naive engine out (it is slow on big models). On a machine without osmnx/folium
+(a GPU box) run it as ``PYTHONPATH=. python scripts/bench_metrics.py ...``: only
+torch, transformers, numpy, scipy, tqdm and networkx are imported on this path.
 """
 
 from __future__ import annotations
@@ -22,6 +37,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -31,41 +47,171 @@ from worldmodel.dfa import exact_boundary, first_rejection, sampled_boundary
 from worldmodel.errors import TrialSkipped
 from worldmodel.metrics import Settings, compression, distinction
 from worldmodel.models import HFModel
-from worldmodel.results import aggregate, trial_seed
+from worldmodel.results import TrialLog, aggregate, trial_seed
 from worldmodel.tasks import load_task
-from worldmodel.train import train
+
+
+def _keep_top(s: Settings) -> bool:
+    """Whether sampling keeps the top token where the rule allows none (a setting once #10 lands)."""
+    return bool(getattr(s, "keep_top", False))
+
+
+def _room(model, pair, s: Settings) -> int:
+    return max(0, min(s.max_sample_len, model.max_positions - max(len(pair.prefix1), len(pair.prefix2)) - 1))
+
+
+def _sync(model):
+    if model.device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _domain_ids(model: HFModel) -> torch.Tensor:
+    """Model ids of the world's tokens (the columns of every distribution the metrics use)."""
+    ids = getattr(model.vocab, "token_ids", None)
+    if ids is None:
+        ids = [model.vocab.stoi[t] for t in model.tokens]
+    return torch.as_tensor(np.asarray(ids), dtype=torch.long, device=model.device)
+
+
+class _UniformDraw:
+    """The last logits processor of an epsilon-cutoff ``generate``: makes its random draw reproducible.
+
+    Hugging Face's epsilon warper has already set every token below ε to -inf; the
+    draw ``generate`` would make with ``torch.multinomial`` is replaced by the inverse
+    CDF at the trial's own uniforms, over the same allowed tokens and the same
+    probabilities the engine uses (the model's raw last-position logits, captured by a
+    forward hook on the output layer), so both draw identical samples. Where no world
+    token clears ε: with ``keep_top`` the top world token (the authors' sampler keeps
+    its top token), else the row ends (padding), as the engine does.
+    """
+
+    def __init__(self, model: HFModel, uniforms: torch.Tensor, acceptance, stop_ids: torch.Tensor, keep_top: bool):
+        self.m, self.u, self.acc, self.stop, self.keep_top = model, uniforms, acceptance, stop_ids, keep_top
+        self.cols = _domain_ids(model)
+        self.step = 0
+        self.done = torch.zeros(uniforms.shape[0], dtype=torch.bool, device=uniforms.device)
+        self.logits = None
+        self.hook = model.model.get_output_embeddings().register_forward_hook(self._grab)
+
+    def _grab(self, module, args, output):
+        self.logits = output[:, -1]
+
+    def __call__(self, input_ids, scores):
+        probs = torch.log_softmax(self.logits.float(), dim=-1).exp()[:, self.cols]
+        allowed = self.acc.mask(probs) & (probs > 0)
+        if self.keep_top:
+            empty = ~allowed.any(-1)
+            if bool(empty.any()):
+                top = probs.argmax(-1, keepdim=True)
+                allowed = allowed.scatter(-1, top, torch.gather(allowed, -1, top) | empty[:, None])
+        w = torch.where(allowed, probs, torch.zeros_like(probs)).double()
+        total = w.sum(-1)
+        self.done |= total <= 0
+        cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
+        pick = (cdf <= self.u[:, self.step:self.step + 1]).sum(-1).clamp(max=len(self.cols) - 1)
+        choice = torch.where(self.done, torch.full_like(pick, self.m.vocab.pad_id), self.cols[pick])
+        self.done |= torch.isin(choice, self.stop)
+        self.step += 1
+        return torch.full_like(scores, float("-inf")).scatter(1, choice[:, None], 0.0)
+
+
+def authors_sample(model: HFModel, prefix, uniforms: np.ndarray, acceptance, stop_tokens, keep_top: bool):
+    """The M samples of a trial in one ``generate(num_return_sequences=M, do_sample=True, epsilon_cutoff=ε)``."""
+    M, T = uniforms.shape
+    if T == 0:
+        return [() for _ in range(M)]
+    dev = model.device
+    ids = torch.tensor([model.vocab.encode(prefix)], device=dev)
+    stop = torch.tensor(sorted(model.vocab.stoi[t] for t in stop_tokens if t in model.vocab.stoi) or [-1], device=dev)
+    draw = _UniformDraw(model, torch.as_tensor(uniforms, device=dev), acceptance, stop, keep_top)
+    eps = getattr(acceptance, "epsilon", None)
+    kw = dict(epsilon_cutoff=eps) if eps else {}
+    try:
+        out = model.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True, num_return_sequences=M,
+                                   max_new_tokens=T, top_k=0, top_p=1.0, temperature=1.0, logits_processor=[draw],
+                                   pad_token_id=model.vocab.pad_id, eos_token_id=stop.tolist(), **kw)
+    finally:
+        draw.hook.remove()
+    itos, stop_set, res = model.vocab.itos, set(stop.tolist()), []
+    for row in out[:, ids.shape[1]:].tolist():
+        toks = []
+        for x in row:
+            if x == model.vocab.pad_id:
+                break
+            toks.append(itos[x])
+            if x in stop_set:
+                break
+        res.append(tuple(toks))
+    return res
+
+
+def authors_first_rejections(model: HFModel, prefix, suffixes, acceptance):
+    """Per suffix, the index of its first token refused after ``prefix`` (None: all allowed).
+
+    All suffixes after the prefix in ONE right-padded forward pass (the prefix is
+    recomputed in every row, as the authors' scoring does).
+    """
+    rows = [model.vocab.encode(list(prefix) + list(s)) for s in suffixes]
+    P = len(model.vocab.encode(list(prefix)))
+    live = [i for i, s in enumerate(suffixes) if len(s)]
+    out: list = [None] * len(suffixes)
+    if not live:
+        return out
+    L = max(len(rows[i]) for i in live)
+    dev = model.device
+    ids = torch.full((len(live), L), model.vocab.pad_id, device=dev)
+    mask = torch.zeros_like(ids)
+    for r, i in enumerate(live):
+        ids[r, :len(rows[i])] = torch.tensor(rows[i], device=dev)
+        mask[r, :len(rows[i])] = 1
+    col = torch.full((len(model.vocab),), 0, dtype=torch.long, device=dev)
+    cols = _domain_ids(model)
+    col[cols] = torch.arange(len(cols), device=dev)
+    logits = model.model(input_ids=ids, attention_mask=mask).logits[:, P - 1:L - 1]
+    probs = torch.log_softmax(logits.float(), -1).exp()[..., cols]
+    acc = torch.gather(acceptance.mask(probs), -1, col[ids[:, P:]][..., None])[..., 0].cpu().numpy()
+    for r, i in enumerate(live):
+        bad = np.flatnonzero(~acc[r, :len(suffixes[i])])
+        out[i] = int(bad[0]) if len(bad) else None
+    return out
 
 
 class _ForceTokens:
     """A logits processor choosing each token from given uniforms (inverse CDF over allowed tokens)."""
 
-    def __init__(self, model: HFModel, uniforms: np.ndarray, acceptance, stop_ids: set[int]):
-        self.m, self.u, self.acc, self.stop = model, torch.as_tensor(uniforms), acceptance, stop_ids
+    def __init__(self, model: HFModel, uniforms: np.ndarray, acceptance, stop_ids: set[int], keep_top: bool):
+        self.keep_top = keep_top
+        self.m, self.u, self.acc = model, torch.as_tensor(uniforms, device=model.device), acceptance
+        self.stop = torch.tensor(sorted(stop_ids) or [-1], device=model.device)
         self.step = 0
-        self.done = torch.zeros(uniforms.shape[0], dtype=torch.bool)
+        self.done = torch.zeros(uniforms.shape[0], dtype=torch.bool, device=model.device)
 
     def __call__(self, input_ids, scores):
         off = self.m.vocab.offset
         probs = torch.softmax(scores.float(), -1)[:, off:]
         allowed = self.acc.mask(probs) & (probs > 0)
+        if self.keep_top:
+            empty = ~allowed.any(-1)
+            top = probs.argmax(-1, keepdim=True)
+            allowed = allowed.scatter(-1, top, torch.gather(allowed, -1, top) | empty[:, None])
         w = torch.where(allowed, probs, torch.zeros_like(probs)).double()
         total = w.sum(-1)
         self.done |= total <= 0
         cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
         choice = (cdf <= self.u[:, self.step:self.step + 1]).sum(-1).clamp(max=probs.shape[-1] - 1) + off
         choice = torch.where(self.done, torch.full_like(choice, self.m.vocab.pad_id), choice)
-        self.done |= torch.isin(choice, torch.tensor(sorted(self.stop) or [-1]))
+        self.done |= torch.isin(choice, self.stop)
         self.step += 1
         out = torch.full_like(scores, float("-inf"))
         return out.scatter(1, choice[:, None], 0.0)
 
 
-def naive_sample(model: HFModel, prefix, uniforms, acceptance, stop_tokens):
+def naive_sample(model: HFModel, prefix, uniforms, acceptance, stop_tokens, keep_top=False):
     if uniforms.shape[1] == 0:
         return [() for _ in range(uniforms.shape[0])]
-    ids = torch.tensor([model.vocab.encode(prefix)] * uniforms.shape[0])
+    ids = torch.tensor([model.vocab.encode(prefix)] * uniforms.shape[0], device=model.device)
     stop = {model.vocab.stoi[t] for t in stop_tokens if t in model.vocab.stoi}
-    proc = _ForceTokens(model, uniforms, acceptance, stop)
+    proc = _ForceTokens(model, uniforms, acceptance, stop, keep_top)
     with torch.no_grad():
         out = model.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
                                    max_new_tokens=uniforms.shape[1], logits_processor=[proc],
@@ -89,14 +235,14 @@ def naive_accepts(model: HFModel, prefix, suffixes, acceptance):
     rows = [model.vocab.encode(list(prefix) + list(s)) for s in suffixes if len(s)]
     if rows:
         L = max(len(r) for r in rows)
-        ids = torch.full((len(rows), L), model.vocab.pad_id)
+        ids = torch.full((len(rows), L), model.vocab.pad_id, device=model.device)
         mask = torch.zeros_like(ids)
         for i, r in enumerate(rows):
-            ids[i, :len(r)] = torch.tensor(r)
+            ids[i, :len(r)] = torch.tensor(r, device=model.device)
             mask[i, :len(r)] = 1
         with torch.no_grad():
             probs = torch.softmax(model.model(input_ids=ids, attention_mask=mask).logits.float(), -1)
-        acc = acceptance.mask(probs[..., model.vocab.offset:])
+        acc = acceptance.mask(probs[..., model.vocab.offset:]).cpu()
     r = 0
     for s in suffixes:
         if not len(s):
@@ -124,7 +270,7 @@ def naive_trials(name, draw, world, model, s: Settings, trials: list):
             continue
         u = rng.random((s.M, s.max_sample_len))
         room = min(s.max_sample_len, model.max_positions - max(len(pair.prefix1), len(pair.prefix2)) - 1)
-        samples = naive_sample(model, pair.prefix1, u[:, :room], s.acceptance, world.stop_tokens)
+        samples = naive_sample(model, pair.prefix1, u[:, :room], s.acceptance, world.stop_tokens, _keep_top(s))
         yield i, rng, pair, samples
 
 
@@ -162,27 +308,137 @@ def naive_distinction(world, model, sampler, s: Settings):
             "distinction_recall": aggregate("distinction_recall", trials, "distinction_recall")}
 
 
+def _draw_trials(name, draw, s: Settings, trials: list):
+    """Per trial: its rng and prefix pair, drawn as the engine draws them; skipped trials go to ``trials``."""
+    for i in range(s.trials):
+        rng = np.random.default_rng(trial_seed(s.seed, name, i))
+        try:
+            pair = draw(rng)
+        except TrialSkipped as exc:
+            trials.append({"trial": i, "status": "skipped", "reason": exc.reason})
+            continue
+        yield i, rng, pair
+
+
+def _true_boundary(world, pair, s: Settings, rng):
+    if s.boundary == "exact":
+        true_b = exact_boundary(world, pair.state1, pair.state2, s.k)
+    else:
+        true_b = sampled_boundary(world, pair.state1, pair.state2, s.M, s.boundary_len or s.max_sample_len, rng)
+    if s.max_boundary is not None and len(true_b) > s.max_boundary:
+        keep = rng.choice(len(true_b), size=s.max_boundary, replace=False)
+        true_b = [true_b[i] for i in sorted(keep)]
+    return true_b
+
+
+class Counter:
+    """Tokens the authors' method feeds the model (prefixes, sampled tokens, rescored suffix tokens)."""
+
+    tokens = 0
+
+
+def authors_compression(world, model, sampler, s: Settings, count: Counter):
+    trials = []
+    for i, rng, pair in _draw_trials("compression", sampler.compression_pair, s, trials):
+        if pair.prefix1 == pair.prefix2:
+            trials.append({"trial": i, "status": "skipped", "reason": "sampler returned the same prefix twice"})
+            continue
+        u = rng.random((s.M, s.max_sample_len))[:, :_room(model, pair, s)]
+        samples = authors_sample(model, pair.prefix1, u, s.acceptance, world.stop_tokens, _keep_top(s))
+        rej = authors_first_rejections(model, pair.prefix2, samples, s.acceptance)
+        count.tokens += len(pair.prefix1) + len(pair.prefix2) + 2 + 2 * sum(len(x) for x in samples)
+        trials.append({"trial": i, "status": "ok", "key": pair.key, "score": float(all(j is None for j in rej))})
+    return {"compression_precision": aggregate("compression_precision", trials)}, trials
+
+
+def authors_distinction(world, model, sampler, s: Settings, count: Counter):
+    trials = []
+    for i, rng, pair in _draw_trials("distinction", sampler.distinction_pair, s, trials):
+        u = rng.random((s.M, s.max_sample_len))
+        true_b = _true_boundary(world, pair, s, rng)
+        samples = authors_sample(model, pair.prefix1, u[:, :_room(model, pair, s)], s.acceptance, world.stop_tokens,
+                                 _keep_top(s))
+        rej = authors_first_rejections(model, pair.prefix2, samples, s.acceptance)
+        model_b = {tuple(x[: j + 1]) for x, j in zip(samples, rej) if j is not None}
+        precision = 1.0 if not model_b else float(np.mean(
+            [first_rejection(world, pair.state1, x) is None and first_rejection(world, pair.state2, x) is not None
+             for x in model_b]))
+        count.tokens += len(pair.prefix1) + len(pair.prefix2) + 2 + 2 * sum(len(x) for x in samples)
+        if true_b:
+            r1 = authors_first_rejections(model, pair.prefix1, true_b, s.acceptance)
+            r2 = authors_first_rejections(model, pair.prefix2, true_b, s.acceptance)
+            recall = float(np.mean([a is None and b is not None for a, b in zip(r1, r2)]))
+            count.tokens += 2 * sum(len(x) for x in true_b)
+        else:
+            recall = 1.0
+        trials.append({"trial": i, "status": "ok", "key": pair.key,
+                       "scores": {"distinction_precision": precision, "distinction_recall": recall}})
+    return {"distinction_precision": aggregate("distinction_precision", trials, "distinction_precision"),
+            "distinction_recall": aggregate("distinction_recall", trials, "distinction_recall")}, trials
+
+
+def forward_throughput(model: HFModel, batch: int, seconds: float = 2.0) -> float:
+    """Tokens per second of the model's plain forward pass on full-context batches (no cache, no sampling)."""
+    L = min(model.max_positions, 512)
+    cols = _domain_ids(model)
+    ids = cols[torch.randint(len(cols), (batch, L), device=model.device)]
+    model.model(input_ids=ids)
+    _sync(model)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        model.model(input_ids=ids)
+        n += 1
+        _sync(model)
+    return n * batch * L / (time.perf_counter() - t0)
+
+
+def _scores(trials):
+    return {t["trial"]: t.get("scores", t.get("score")) for t in trials if t["status"] == "ok"}
+
+
+def load_checkpoint_task(task_name, ck):
+    if task_name:
+        return load_task(task_name)
+    toml = Path(ck) / "task.toml"
+    if not toml.exists():
+        return load_task("toy-dfa")
+    name = tomllib.loads(toml.read_text()).get("name")
+    try:
+        return load_task(name)
+    except Exception:  # a task the repo does not ship: the checkpoint's own file
+        return load_task(toml)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--task", default="toy-dfa")
+    ap.add_argument("--task", help="task name or file (default: the checkpoint's task.toml, else toy-dfa)")
     ap.add_argument("--checkpoint")
     ap.add_argument("--train-steps", type=int, default=400)
     ap.add_argument("--trials", type=int, default=60)
-    ap.add_argument("--batch-trials", type=int, default=16)
+    ap.add_argument("--batch-trials", type=int, help="engine: trials batched together (default: the task's, 16)")
     ap.add_argument("--M", type=int, default=30)
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--skip-naive", action="store_true", help="leave the naive engine out")
+    ap.add_argument("--metrics", default="compression,distinction")
+    ap.add_argument("--forward-seconds", type=float, default=3.0, help="how long to time the plain forward pass")
     args = ap.parse_args(argv)
 
-    task = load_task(args.task)
-    world, sampler = task.world, task.domain.sampler()
     if args.checkpoint:
         ck = Path(args.checkpoint)
+        task = load_checkpoint_task(args.task, ck)
     else:
+        from worldmodel.train import train
+
+        task = load_task(args.task or "toy-dfa")
         ck = Path(tempfile.mkdtemp()) / "ck"
         print(f"training {task.name} for {args.train_steps} steps ...")
         train(task, ck, steps=args.train_steps, data_dir=Path(ck.parent) / "data", progress=False)
-    model = HFModel.from_pretrained(ck, world)
+    world, sampler = task.world, task.domain.sampler()
+    model = HFModel.from_pretrained(ck, world, device=args.device)
     cfg = dict(task.section("evaluate"))
-    cfg.update(trials=args.trials, M=args.M, batch_trials=args.batch_trials)
+    cfg.update(trials=args.trials, M=args.M)
+    if args.batch_trials:
+        cfg["batch_trials"] = args.batch_trials
     s = Settings.from_dict(cfg)
     if getattr(task.domain, "boundary", None) and "boundary" not in cfg:
         s.boundary = task.domain.boundary
@@ -194,27 +450,57 @@ def main(argv=None):
         except TrialSkipped:
             pass
 
-    rows = []
-    for name, fast, slow in (
-        ("compression", lambda: {"compression_precision": compression(world, model, sampler, s, progress=False)},
-         lambda: {"compression_precision": naive_compression(world, model, sampler, s)}),
-        ("distinction", lambda: distinction(world, model, sampler, s, progress=False),
-         lambda: naive_distinction(world, model, sampler, s)),
-    ):
+    def timed(fn):
+        _sync(model)
         t0 = time.perf_counter()
-        a = fast()
-        t1 = time.perf_counter()
-        b = slow()
-        t2 = time.perf_counter()
+        out = fn()
+        _sync(model)
+        return out, time.perf_counter() - t0
+
+    def engine_compression():
+        log = TrialLog(None, {})
+        return {"compression_precision": compression(world, model, sampler, s, log=log, progress=False)}, log.trials()
+
+    def engine_distinction():
+        log = TrialLog(None, {})
+        return distinction(world, model, sampler, s, log=log, progress=False), log.trials()
+
+    engines = {
+        "compression": (engine_compression, authors_compression,
+                        lambda: ({"compression_precision": naive_compression(world, model, sampler, s)}, None)),
+        "distinction": (engine_distinction, authors_distinction,
+                        lambda: (naive_distinction(world, model, sampler, s), None)),
+    }
+    rows = []
+    for name in args.metrics.split(","):
+        fast, authors, naive = engines[name]
+        count = Counter()
+        (a, a_trials), t_engine = timed(fast)
+        (b, b_trials), t_authors = timed(lambda: authors(world, model, sampler, s, count))
+        sa, sb = _scores(a_trials), _scores(b_trials)
+        assert sa == sb, (name, {k: (sa.get(k), sb.get(k)) for k in set(sa) | set(sb) if sa.get(k) != sb.get(k)})
         for key in a:
             assert a[key].to_dict() == b[key].to_dict(), (key, a[key], b[key])
-        rows.append((name, s.trials / (t1 - t0), s.trials / (t2 - t1), (t2 - t1) / (t1 - t0),
-                     ", ".join(f"{k}={v.mean:.3f}" for k, v in a.items())))
-    print(f"task {task.name}, checkpoint {ck}, {s.trials} trials, M={s.M}, batch_trials={s.batch_trials}, "
-          f"threads={torch.get_num_threads()}")
-    print(f"{'metric':<12} {'engine trials/s':>16} {'naive trials/s':>15} {'ratio':>7}  values (identical)")
-    for name, f, n, r, vals in rows:
-        print(f"{name:<12} {f:>16.2f} {n:>15.2f} {r:>6.1f}x  {vals}")
+        t_naive = None
+        if not args.skip_naive:
+            (c, _), t_naive = timed(naive)
+            for key in a:
+                assert a[key].to_dict() == c[key].to_dict(), (key, a[key], c[key])
+        rows.append((name, s.trials / t_engine, s.trials / t_authors, s.trials / t_naive if t_naive else None,
+                     t_authors / t_engine, t_naive / t_engine if t_naive else None, count.tokens / t_engine,
+                     count.tokens / t_authors, ", ".join(f"{k}={v.mean:.3f}" for k, v in a.items())))
+    fwd = forward_throughput(model, 64 if args.device == "cpu" else 512, args.forward_seconds)
+    dev = torch.cuda.get_device_name() if args.device == "cuda" else f"cpu, {torch.get_num_threads()} thread(s)"
+    n_params = sum(p.numel() for p in model.model.parameters())
+    print(f"task {task.name}, checkpoint {ck} ({n_params / 1e6:.2f}M parameters), device {dev}; {s.trials} trials, "
+          f"M={s.M}, {s.acceptance}, keep_top={_keep_top(s)}, batch_trials={s.batch_trials}")
+    print(f"{'metric':<12} {'engine/s':>9} {'authors/s':>9} {'naive/s':>8} {'vs authors':>10} {'vs naive':>8} "
+          f"{'engine tok/s':>12} {'authors tok/s':>13}  values (identical in all engines)")
+    for name, f, au, nv, ra, rn, tok_e, tok_a, vals in rows:
+        nv_s = f"{nv:8.2f}" if nv else f"{'-':>8}"
+        rn_s = f"{rn:7.1f}x" if rn else f"{'-':>8}"
+        print(f"{name:<12} {f:9.2f} {au:9.2f} {nv_s} {ra:9.1f}x {rn_s} {tok_e:12.0f} {tok_a:13.0f}  {vals}")
+    print(f"plain forward pass (full-context batches, no cache): {fwd:,.0f} tokens/s")
 
 
 if __name__ == "__main__":
