@@ -197,6 +197,18 @@ class HFModel(SequenceModel):
         out, c = self._forward(c, input_ids=tokens, attention_mask=mask, position_ids=pos)
         return torch.log_softmax(out.logits.float(), dim=-1), c, mask
 
+    @staticmethod
+    def _select_rows(cache, rows: torch.Tensor, n_rows: int) -> None:
+        """Keep (and repeat) the cache rows ``rows`` of ``n_rows``; nothing is copied when that is every row in order.
+
+        Once sampled histories have diverged, each trie node usually has exactly one
+        live child, so the selection is the identity and the copy of every layer's
+        keys and values can be skipped.
+        """
+        if len(rows) == n_rows and bool((rows == torch.arange(n_rows, device=rows.device)).all()):
+            return
+        cache.batch_select_indices(rows)
+
     def _domain(self, logp_all: torch.Tensor) -> torch.Tensor:
         """Probabilities restricted to domain-token columns."""
         off = self.vocab.offset
@@ -280,7 +292,7 @@ class HFModel(SequenceModel):
             parents = torch.tensor([index[-1][(k, path[:-1])] for k, path in want], dtype=torch.long, device=self.device)
             feed = torch.tensor([self.vocab.stoi[path[-1]] for _, path in want], dtype=torch.long, device=self.device)
             self._check_len(int(lens[[k for k, _ in want]].max()) + depth)
-            cache.batch_select_indices(parents)
+            self._select_rows(cache, parents, len(mask))
             mask, pos = mask[parents], pos[parents] + 1
             mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=self.device)], dim=1)
             o, cache = self._forward(cache, input_ids=feed[:, None], attention_mask=mask, position_ids=pos[:, None])
@@ -396,7 +408,7 @@ class HFModel(SequenceModel):
                 node[live] = inverse
                 rows = torch.cat([parents, parents + n_nodes]) if check else parents
                 n_nodes = len(keys)
-                cache.batch_select_indices(rows)
+                self._select_rows(cache, rows, len(mask))
                 mask, pos = mask[rows], pos[rows] + 1
                 inp = self._col_ids[torch.cat([feed, feed]) if check else feed]
                 mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=dev)], dim=1)
