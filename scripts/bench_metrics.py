@@ -415,7 +415,8 @@ def main(argv=None):
     ap.add_argument("--checkpoint")
     ap.add_argument("--train-steps", type=int, default=400)
     ap.add_argument("--trials", type=int, default=60)
-    ap.add_argument("--batch-trials", type=int, help="engine: trials batched together (default: the task's, 16)")
+    ap.add_argument("--batch-trials", type=int,
+                    help="engine: trials whose model calls run together in one wave (default: the task's, 16)")
     ap.add_argument("--M", type=int, default=30)
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--skip-naive", action="store_true", help="leave the naive engine out")
@@ -435,6 +436,8 @@ def main(argv=None):
         train(task, ck, steps=args.train_steps, data_dir=Path(ck.parent) / "data", progress=False)
     world, sampler = task.world, task.domain.sampler()
     model = HFModel.from_pretrained(ck, world, device=args.device)
+    if args.batch_trials:
+        model.wave_prefixes = max(model.wave_prefixes, args.batch_trials)
     cfg = dict(task.section("evaluate"))
     cfg.update(trials=args.trials, M=args.M)
     if args.batch_trials:

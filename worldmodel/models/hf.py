@@ -82,6 +82,8 @@ class HFModel(SequenceModel):
         #: suffixes up to this long are scored over their trie (one pass per depth);
         #: longer ones as one padded batch after the cached prefix
         self.trie_max_len = 16
+        #: prefixes (trials) run together in one scoring or decoding wave; raise it on a GPU
+        self.wave_prefixes = 64
         self._cache_kw = cache_keyword(self.model)
         #: model id of each domain column, and column of each model id (-1: not a world token)
         self._col_ids = torch.as_tensor(vocab.token_ids, dtype=torch.long, device=self.device)
@@ -229,7 +231,7 @@ class HFModel(SequenceModel):
     def score(self, prefixes, suffixes, acceptance):
         results: list[list[Scored | None]] = [[None] * len(g) for g in suffixes]
         # process prefixes in chunks; within a chunk, all their suffixes in row batches
-        chunk = max(1, min(len(prefixes), 64))
+        chunk = max(1, min(len(prefixes), self.wave_prefixes))
         for c0 in range(0, len(prefixes), chunk):
             pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
             live = [i for i in pidx if any(len(s) for s in suffixes[i])]
@@ -343,7 +345,7 @@ class HFModel(SequenceModel):
                                 dtype=torch.long, device=self.device)
         dev = self.device
         V = len(self.tokens)
-        chunk = max(1, min(len(prefixes), 64))
+        chunk = max(1, min(len(prefixes), self.wave_prefixes))
         for c0 in range(0, len(prefixes), chunk):
             pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
             C = len(pidx)
