@@ -21,7 +21,8 @@ Three engines score the same trials (same seeds, same prefix pairs, same samples
 
 Without ``--checkpoint`` it trains the task's model first (``--train-steps``); with
 one and no ``--task``, the task is the checkpoint's own ``task.toml``. It asserts
-that every trial's scores are identical across the three engines, then prints
+that every trial's scores are identical across the three engines
+(``--allow-mismatch``: it counts and shows the differing trials instead), then prints
 trials per second, the ratios engine/authors (the headline) and engine/naive, the
 rate in tokens per second (the tokens the authors' method feeds the model: both
 prefixes, every sampled token, every true-boundary token; the same count divides
@@ -420,6 +421,9 @@ def main(argv=None):
     ap.add_argument("--M", type=int, default=30)
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--skip-naive", action="store_true", help="leave the naive engine out")
+    ap.add_argument("--allow-mismatch", action="store_true",
+                    help="report trials whose scores differ instead of failing (GPU kernels may round differently "
+                         "for differently shaped batches, moving a probability across epsilon)")
     ap.add_argument("--metrics", default="compression,distinction")
     ap.add_argument("--forward-seconds", type=float, default=3.0, help="how long to time the plain forward pass")
     args = ap.parse_args(argv)
@@ -481,14 +485,20 @@ def main(argv=None):
         (a, a_trials), t_engine = timed(fast)
         (b, b_trials), t_authors = timed(lambda: authors(world, model, sampler, s, count))
         sa, sb = _scores(a_trials), _scores(b_trials)
-        assert sa == sb, (name, {k: (sa.get(k), sb.get(k)) for k in set(sa) | set(sb) if sa.get(k) != sb.get(k)})
-        for key in a:
-            assert a[key].to_dict() == b[key].to_dict(), (key, a[key], b[key])
+        differ = sorted(k for k in set(sa) | set(sb) if sa.get(k) != sb.get(k))
+        if differ:
+            print(f"{name}: {len(differ)} of {len(sa | sb)} trials differ between engine and authors: "
+                  + "; ".join(f"trial {k}: {sa.get(k)} vs {sb.get(k)}" for k in differ[:5]))
+        if not args.allow_mismatch:
+            assert not differ, name
+            for key in a:
+                assert a[key].to_dict() == b[key].to_dict(), (key, a[key], b[key])
         t_naive = None
         if not args.skip_naive:
             (c, _), t_naive = timed(naive)
-            for key in a:
-                assert a[key].to_dict() == c[key].to_dict(), (key, a[key], c[key])
+            if not args.allow_mismatch:
+                for key in a:
+                    assert a[key].to_dict() == c[key].to_dict(), (key, a[key], c[key])
         rows.append((name, s.trials / t_engine, s.trials / t_authors, s.trials / t_naive if t_naive else None,
                      t_authors / t_engine, t_naive / t_engine if t_naive else None, count.tokens / t_engine,
                      count.tokens / t_authors, ", ".join(f"{k}={v.mean:.3f}" for k, v in a.items())))
