@@ -183,7 +183,6 @@ def test_binomial_standard_error():
 
 
 def _nav_world():
-    pytest.importorskip("worldmodel.worlds.navigation.world")
     from worldmodel.worlds.navigation.sources import grid_city
     from worldmodel.worlds.navigation.world import NavigationWorld
 

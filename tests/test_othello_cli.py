@@ -81,9 +81,9 @@ def test_cli_true_model(tmp_path, capsys):
 def test_cli_bad_input_is_one_line(tmp_path, capsys):
     args = ["othello-detours", "othello-6x6-tiny", "--model", "true", "--out", str(tmp_path / "x.json"),
             "--data-dir", str(tmp_path / "data"), "--no-progress"]
-    assert main(args + ["--kind", "sideways"]) != 0
-    assert main(args + ["--p", "2"]) != 0
-    assert main(["othello-detours", "toy-dfa", "--model", "true", "--out", str(tmp_path / "y.json")]) != 0
+    assert main(args + ["--kind", "sideways"]) == 2
+    assert main(args + ["--p", "2"]) == 2
+    assert main(["othello-detours", "toy-dfa", "--model", "true", "--out", str(tmp_path / "y.json")]) == 2
     err = capsys.readouterr().err
     assert "sideways" in err and "not in [0, 1]" in err and "not an Othello task" in err
     assert "Traceback" not in err

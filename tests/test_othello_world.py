@@ -193,9 +193,14 @@ def test_a_model_without_the_rules_scores_below_one(tiny_task):
     world, domain = tiny_task.world, tiny_task.domain
     s = M.Settings.from_dict(dict(tiny_task.section("evaluate"), trials=20, boundary=domain.boundary))
     model = EmptySquareModel(world)
+    comp = M.compression(world, model, domain.sampler(), s, None, False)
     dist = M.distinction(world, model, domain.sampler(), s, None, False)
     nt = M.next_token(world, model, domain.sequences("test", "synthetic"), s, None, False)
+    # its next-token distribution is a function of the board, so two prefixes reaching one
+    # board always agree: compression is exactly 1
+    assert comp.n == 20 and comp.mean == 1.0
     # it tells boards apart only by their occupied squares, and proposes illegal moves
-    assert dist["distinction_recall"].mean < 0.8
-    assert dist["distinction_precision"].mean < 0.8
-    assert nt.mean < 0.9
+    # (seeded run: precision 0.40, recall 0.58, next-token 0.35)
+    assert 0.25 < dist["distinction_precision"].mean < 0.55
+    assert 0.4 < dist["distinction_recall"].mean < 0.75
+    assert 0.2 < nt.mean < 0.5

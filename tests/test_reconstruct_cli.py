@@ -9,9 +9,8 @@ import pytest
 
 from worldmodel.errors import WorldModelError
 
-pytest.importorskip("worldmodel.worlds.navigation.domain")
-from worldmodel.worlds.navigation import cli as nav_cli  # noqa: E402
-from worldmodel.worlds.navigation.navigator import decode_unchecked  # noqa: E402
+from worldmodel.worlds.navigation import cli as nav_cli
+from worldmodel.worlds.navigation.navigator import decode_unchecked
 
 TASK = "nav-grid-tiny"
 

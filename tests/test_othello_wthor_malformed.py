@@ -1,0 +1,161 @@
+"""Malformed WTHOR records: counted by reason (or refused in one line), never silently altered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worldmodel.errors import WorldModelError
+from worldmodel.worlds.othello import wthor
+from worldmodel.worlds.othello.engine import Geometry, random_games, replay
+
+G8 = Geometry(8)
+PLAYERS = ["Alice", "Bob", "Carol"]
+TOURNAMENTS = ["Open", "Cup"]
+
+
+def names(game):
+    return [G8.name(s) for s in game]
+
+
+@pytest.fixture(scope="module")
+def games():
+    return [names(g) for g in random_games(6, 8, seed=3)]
+
+
+def with_byte(record: bytes, move: int, value: int) -> bytes:
+    """The record with move byte ``move`` (0-based) set to ``value``."""
+    out = bytearray(record)
+    out[8 + move] = value
+    return bytes(out)
+
+
+def load(tmp_path, records, **kw):
+    wthor.write_database(tmp_path, {1999: records}, players=PLAYERS, tournaments=TOURNAMENTS)
+    return wthor.load_games(tmp_path, complete_only=False, **kw)
+
+
+@pytest.mark.parametrize("value", [50, 10, 80, 9, 19, 89, 90, 91, 99, 100, 255])
+def test_bad_move_bytes_are_counted_never_dropped(tmp_path, games, value):
+    """Column 0 (50, 10, 80), column 9 (9, 19, 89) and rows 0 or >= 9 are not squares."""
+    good = wthor.encode_game(games[0])
+    bad = with_byte(wthor.encode_game(games[1]), 7, value)
+    kept, report = load(tmp_path, [good, bad])
+    assert report.failed == {"bad move byte": 1} and report.kept == 1
+    assert report.examples["bad move byte"].endswith(f"record 1: move byte {value} at move 8 is not a square")
+    assert [g.moves for g in kept] == [tuple(games[0])]
+    squares, reason = wthor.decode_moves(bad[8:])
+    assert reason == "bad move byte" and len(squares) == 7
+    with pytest.raises(WorldModelError, match=rf"record 1: move byte {value} at move 8 is not a square$"):
+        load(tmp_path, [good, bad], strict=True)
+
+
+def test_bad_move_byte_in_the_last_slot_and_first_slot(tmp_path, games):
+    full = [g for g in games if len(g) == 60][0]
+    last = with_byte(wthor.encode_game(full), 59, 40)        # row 4, col 0
+    first = with_byte(wthor.encode_game(full), 0, 60)        # row 6, col 0
+    kept, report = load(tmp_path, [last, first])
+    assert kept == [] and report.failed == {"bad move byte": 2}
+    assert "move byte 40 at move 60" in report.examples["bad move byte"]
+
+
+@pytest.mark.parametrize("field, value", [("tournament", 2), ("black", 3), ("white", 3), ("tournament", 65535),
+                                          ("black", 999)])
+def test_out_of_range_name_indices_are_counted(tmp_path, games, field, value):
+    ok = dict(tournament=1, black=2, white=0)
+    good = wthor.encode_game(games[0], **ok)
+    bad = wthor.encode_game(games[1], **{**ok, field: value})
+    kept, report = load(tmp_path, [bad, good])
+    assert report.failed == {"unknown name index": 1} and report.kept == 1
+    assert "record 0: " in report.examples["unknown name index"]
+    assert str(value) in report.examples["unknown name index"]
+    assert [(g.tournament, g.black, g.white) for g in kept] == [("Cup", "Carol", "Alice")]
+    with pytest.raises(WorldModelError, match=r"record 0: tournament \d+, players \d+/\d+ out of range"):
+        load(tmp_path, [bad, good], strict=True)
+
+
+def test_the_last_valid_name_index_is_accepted(tmp_path, games):
+    kept, report = load(tmp_path, [wthor.encode_game(games[0], tournament=1, black=2, white=2)])
+    assert not report.failed and [(g.tournament, g.black, g.white) for g in kept] == [("Cup", "Carol", "Carol")]
+
+
+@pytest.mark.parametrize("size", [6, 10, 4])
+def test_a_header_with_another_board_size_is_refused_in_one_line(tmp_path, games, size):
+    wthor.write_database(tmp_path, {1999: [wthor.encode_game(games[0])], 2000: [wthor.encode_game(games[1])]},
+                         players=PLAYERS, tournaments=TOURNAMENTS)
+    path = tmp_path / "WTH_2000.wtb"
+    data = bytearray(path.read_bytes())
+    data[12] = size                                  # the header's board-size byte
+    path.write_bytes(bytes(data))
+    for call in (lambda: wthor.read_wtb(path), lambda: wthor.read_wtb_array(path),
+                 lambda: wthor.load_games(tmp_path)):
+        with pytest.raises(WorldModelError) as err:
+            call()
+        msg = str(err.value)
+        assert "\n" not in msg and "WTH_2000.wtb" in msg and f"board size {size}" in msg
+    # size 0 means 8x8, as the format says
+    data[12] = 0
+    path.write_bytes(bytes(data))
+    head, recs = wthor.read_wtb(path)
+    assert head.board_size == 8 and len(recs) == 1
+
+
+def test_header_fields_and_records_read_exactly(tmp_path, games):
+    recs = [wthor.encode_game(games[0], tournament=1, black=2, white=0, black_discs=37, theoretical=36),
+            wthor.encode_game(games[1][:11], tournament=0, black=1, white=2, black_discs=5, theoretical=0)]
+    wthor.write_database(tmp_path, {1987: recs}, players=PLAYERS, tournaments=TOURNAMENTS)
+    head, raw = wthor.read_wtb(tmp_path / "WTH_1987.wtb")
+    assert head == wthor.Header((2024, 1, 1), 2, 0, 1987, 8)
+    assert [(r.record, r.year, r.tournament, r.black, r.white, r.black_discs, r.theoretical) for r in raw] == [
+        (0, 1987, 1, 2, 0, 37, 36), (1, 1987, 0, 1, 2, 5, 0)]
+    assert raw[1].move_bytes == recs[1][8:] and len(raw[1].move_bytes) == 60
+    assert wthor.read_names(tmp_path / "WTH.TRN", wthor.TOURNAMENT_BYTES) == TOURNAMENTS
+    games_, report = wthor.load_games(tmp_path, complete_only=False)
+    assert [(g.black_discs, g.record, g.year) for g in games_] == [(37, 0, 1987), (5, 1, 1987)]
+    assert games_[1].moves == tuple(games[1][:11]) and not games_[1].complete
+    assert report.summary() == "2 records in 1 files, 2 games kept"
+
+
+def test_random_byte_damage_is_counted_or_kept_exactly(tmp_path, games):
+    """Any single damaged move byte: the game fails with a known reason, or is kept with exactly its bytes."""
+    rng = np.random.default_rng(0)
+    records, expect = [], []
+    for k in range(120):
+        game = games[k % len(games)]
+        kind = k % 4
+        if kind == 0:      # cut short: every byte from a point on set to 0 (a legal, unfinished game)
+            rec = wthor.encode_game(game[:int(rng.integers(1, len(game)))])
+        elif kind == 1:    # another square
+            rec = with_byte(wthor.encode_game(game), int(rng.integers(len(game))),
+                            int(10 * rng.integers(1, 9) + rng.integers(1, 9)))
+        else:              # any byte value anywhere
+            rec = with_byte(wthor.encode_game(game), int(rng.integers(60)), int(rng.integers(256)))
+        records.append(rec)
+        squares, reason = wthor.decode_moves(rec[8:])
+        expect.append((squares, reason))
+    wthor.write_database(tmp_path, {1999: records}, players=PLAYERS, tournaments=TOURNAMENTS)
+    kept, report = wthor.load_games(tmp_path, complete_only=False)
+    assert report.records == 120 and report.kept + sum(report.failed.values()) == 120
+    assert set(report.failed) <= {"bad move byte", "moves after end marker", "illegal move"}
+    assert report.failed["bad move byte"] == sum(r == "bad move byte" for _, r in expect)
+    assert report.failed["moves after end marker"] == sum(r == "moves after end marker" for _, r in expect)
+    by_record = {g.record: g for g in kept}
+    for i, (squares, reason) in enumerate(expect):
+        if i in by_record:
+            assert reason is None
+            assert by_record[i].moves == tuple(names(squares))      # nothing dropped or changed
+            replay(squares, 8)
+        elif reason is None:
+            with pytest.raises(WorldModelError):
+                replay(squares, 8)                                  # left out only for an illegal move
+    assert report.failed["illegal move"] > 0 and report.kept > 0
+
+
+def test_decode_moves():
+    assert wthor.decode_moves(bytes([56, 11, 88, 18, 81]) + bytes(55)) == ([37, 0, 63, 7, 56], None)
+    assert wthor.decode_moves(bytes([56, 0, 11])) == ([37], "moves after end marker")
+    assert wthor.decode_moves(bytes([56, 0, 0])) == ([37], None)
+    assert wthor.decode_moves(bytes([56, 50, 11])) == ([37], "bad move byte")
+    assert wthor.decode_moves(bytes([56, 59, 11])) == ([37], "bad move byte")
+    assert wthor.decode_moves(bytes([56, 19, 11])) == ([37], "bad move byte")
+    assert wthor.decode_moves(b"") == ([], None)
