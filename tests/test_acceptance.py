@@ -49,3 +49,46 @@ def test_parse():
         parse_acceptance("nucleus:0.9")
     with pytest.raises(WorldModelError):
         Epsilon(1.5)
+
+
+def test_masks_are_boolean_and_follow_the_last_dimension():
+    probs = torch.tensor(np.random.default_rng(1).dirichlet(np.ones(4), size=(2, 3)))  # shape (2, 3, 4)
+    for rule in (Epsilon(0.1), TopK(2), TopK(10), TopP(0.7)):
+        m = rule.mask(probs)
+        assert m.dtype == torch.bool and m.shape == probs.shape, rule
+    assert TopK(10).mask(probs).all()                   # k larger than the vocabulary: everything
+    assert (TopK(3).mask(probs).sum(-1) == 3).all()
+    top = probs.argmax(-1, keepdim=True)
+    assert TopK(1).mask(probs).equal(torch.zeros_like(probs, dtype=torch.bool).scatter(-1, top, True))
+    assert Epsilon(0.0).mask(P).tolist() == [[True, True, True, True, False]]
+
+
+def test_parse_every_spelling_and_round_trip():
+    assert parse_acceptance("eps:0.05") == Epsilon(0.05)
+    assert parse_acceptance("topk:4") == TopK(4)
+    assert parse_acceptance("topp:0.9") == TopP(0.9) == parse_acceptance("top-p:0.9")
+    assert parse_acceptance("0.05") == Epsilon(0.05)
+    assert parse_acceptance("  top-k:2 ") == TopK(2)
+    assert parse_acceptance(0) == Epsilon(0.0)
+    rule = TopP(0.5)
+    assert parse_acceptance(rule) is rule
+    for r in (Epsilon(0.02), TopK(3), TopP(0.75)):
+        assert parse_acceptance(r.spec()) == r and str(r) == r.spec()
+    assert [Epsilon(0.02).spec(), TopK(3).spec(), TopP(0.75).spec()] == ["epsilon:0.02", "top-k:3", "top-p:0.75"]
+    with pytest.raises(WorldModelError, match=r"acceptance rule 'top-k:x' not understood \(use epsilon:E"):
+        parse_acceptance("top-k:x")
+    with pytest.raises(WorldModelError, match="not understood"):
+        parse_acceptance("eps")
+
+
+@pytest.mark.parametrize("make, bad, good", [
+    (Epsilon, [-0.01, 1.0, 1.5], [0.0, 0.999]),
+    (TopK, [0, -1], [1, 7]),
+    (TopP, [0.0, -0.5, 1.01], [1.0, 0.001]),
+])
+def test_rule_bounds(make, bad, good):
+    for v in bad:
+        with pytest.raises(WorldModelError, match=str(v) if make is not Epsilon else "epsilon must be in"):
+            make(v)
+    for v in good:
+        make(v)

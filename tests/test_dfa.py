@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worldmodel.dfa import (
-    REJECT, ExplicitDFA, counterexample, equivalent, exact_boundary, first_rejection, is_valid,
+    REJECT, ExplicitDFA, World, counterexample, equivalent, exact_boundary, first_rejection, is_valid,
     random_dfa, random_walk, run, sampled_boundary, valid_suffixes,
 )
 from worldmodel.errors import WorldModelError
@@ -27,6 +27,10 @@ def test_hopcroft_merges_equivalent_states():
     assert class_of[1] == class_of[2] != class_of[0]
     assert class_of[3] == -1
     assert equivalent(dfa, m)
+    assert not dfa.is_minimal() and m.is_minimal()
+    # merged states but everything reachable, and reachable but not merged
+    assert not ExplicitDFA([[1, 2], [0, -1], [0, -1]], ["a", "b"]).is_minimal()
+    assert not ExplicitDFA([[1, -1], [0, -1], [2, 2]], ["a", "b"]).is_minimal()
 
 
 def test_counterexample_is_shortest():
@@ -123,3 +127,25 @@ def test_random_dfa_is_reachable_and_live():
         assert all(dfa.valid_tokens(s) for s in range(dfa.n_states))
         walk = random_walk(dfa, 0, 30, np.random.default_rng(seed))
         assert len(walk) == 30 and is_valid(dfa, walk)
+
+
+def test_check_tokens_names_the_first_unknown_token_and_its_position():
+    class Tiny(World):
+        tokens = ("x", "y")
+        name = "tiny"
+
+        def initial_state(self):
+            return 0
+
+        def step(self, state, token):
+            return state
+
+    w = Tiny()
+    w.check_tokens(["x", "y", "x"])
+    with pytest.raises(WorldModelError, match=r"^sequence: token 'z' at position 2 is not in the tiny world's alphabet$"):
+        w.check_tokens(["x", "y", "z", "q"])
+    with pytest.raises(WorldModelError, match=r"^prefix: token 'q' at position 0 "):
+        w.check_tokens(["q"], what="prefix")
+    w.tokens = ("x", "y", "z")           # a changed alphabet is picked up
+    w.check_tokens(["z"])
+    assert w.state_key(3) == "3" and repr(REJECT) == "REJECT"

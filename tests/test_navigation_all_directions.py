@@ -209,3 +209,22 @@ def test_sampler_bounds_are_checked(world):
         NavigationSampler(world, min_len=-1, max_len=2)
     s = NavigationSampler(world, max_tokens=30)
     assert (s.min_len, s.max_len) == (1, 27)
+
+
+def test_twin_nodes_are_reported_in_map_order():
+    # a, b and c leave only north to t; d and e have no streets out (no signature: not twins)
+    coords = {n: (40.0 + 0.001 * i, -74.0) for i, n in enumerate("abcdet")}
+    edges = {("a", "N"): "t", ("b", "N"): "t", ("c", "N"): "t", ("t", "S"): "a", ("t", "E"): "d",
+             ("t", "W"): "e"}
+    m = StreetMap(list("abcdet"), coords, edges, {k: 1.0 for k in edges}, name="twins")
+    w = NavigationWorld(m)
+    assert w.twin_nodes() == [("a", "b"), ("a", "c")]
+    edges[("b", "E")] = "t"
+    w = NavigationWorld(StreetMap(list("abcdet"), coords, edges, {k: 1.0 for k in edges}, name="twins"))
+    assert w.twin_nodes() == [("a", "c")]
+
+
+def test_probe_targets_are_int64_indices(world):
+    for state in (("r2c1", "q"), Origin("p")):
+        t = world.probe_targets(state)
+        assert t.dtype == np.int64 and t.shape == (1,)

@@ -234,3 +234,22 @@ def test_whole_random_games_follow_the_slow_engine(n):
             assert (as_set(pos.black), as_set(pos.white), pos.side) == (black, white, side)
         assert side == GAME_OVER and pos.over
         assert pos.side in (BLACK, WHITE, GAME_OVER)
+
+
+def test_render_and_from_text_round_trip():
+    start = Position.start(4)
+    assert start.render() == "\n".join([
+        " 4 . . . .",
+        " 3 . X O .",
+        " 2 . O X .",
+        " 1 . . . .",
+        "   a b c d",
+        "black to move",
+    ])
+    rows = start.render().splitlines()[:4]
+    assert Position.from_text([r[3:] for r in rows], BLACK) == start
+    over = Position(4, start.black | start.white, 0, GAME_OVER)
+    assert over.render().endswith(" 2 . X X .\n 1 . . . .\n   a b c d\nnobody (game over) to move")
+    assert Position(4, 0, 1, WHITE).render().endswith(" 1 O . . .\n   a b c d\nwhite to move")
+    big = Position.start(10).render().splitlines()
+    assert big[0] == "10 " + " ".join("." * 10) and big[-2] == "   a b c d e f g h i j"
