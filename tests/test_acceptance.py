@@ -92,3 +92,26 @@ def test_rule_bounds(make, bad, good):
             make(v)
     for v in good:
         make(v)
+
+
+def _top_p_reference(row, p):
+    """Smallest prefix of the tokens sorted by probability (ties: token order) whose mass exceeds p."""
+    order = sorted(range(len(row)), key=lambda i: (-row[i], i))
+    keep, mass = set(), 0.0
+    for i in order:
+        if mass > p:
+            break
+        keep.add(i)
+        mass += row[i]
+    return [i in keep for i in range(len(row))]
+
+
+def test_top_p_on_batches_and_ties_matches_a_reference():
+    probs = np.random.default_rng(2).dirichlet(np.ones(5), size=(3, 4))          # shape (3, 4, 5)
+    for p in (0.3, 0.6, 0.9):
+        got = TopP(p).mask(torch.tensor(probs)).numpy()
+        want = np.array([[_top_p_reference(list(r), p) for r in block] for block in probs])
+        assert (got == want).all(), p
+    ties = torch.tensor([[0.1, 0.3, 0.3, 0.3]], dtype=torch.float64)
+    assert TopP(0.4).mask(ties).tolist() == [[False, True, True, False]]         # ties kept in token order
+    assert TopK(2).mask(ties).sum().item() == 2

@@ -101,3 +101,73 @@ def test_adversarial_ignores_zero_probability_invalid_tokens():
     # 'stop' has probability 0 (the lowest) but is not valid before n tokens: never a candidate
     r, t = decode([0.7, 0.2, 0.06, 0.04, 0.0], "adversarial")
     assert t.tokens == ["d"] * 5 + ["stop"]
+
+
+# ---------------------------------------------------------------------------
+# Parsing, several kinds, the table and the JSON summary
+# ---------------------------------------------------------------------------
+
+import json  # noqa: E402
+
+from worldmodel.detours import (DetourResult, format_results, parse_kinds, parse_ps, report,  # noqa: E402
+                                run_kinds, write_results)
+from worldmodel.errors import WorldModelError  # noqa: E402
+
+
+def test_parse_ps_bounds_lists_and_messages():
+    assert parse_ps("1, 0 ,0.25,") == [1.0, 0.0, 0.25]          # both ends of [0, 1] are allowed
+    assert parse_ps([0, 1, "0.5"]) == [0.0, 1.0, 0.5]
+    assert parse_ps((0.1,)) == [0.1]
+    with pytest.raises(WorldModelError, match=r"^give at least one detour probability$"):
+        parse_ps(" , ")
+    with pytest.raises(WorldModelError, match=r"^give at least one detour probability$"):
+        parse_ps([])
+    with pytest.raises(WorldModelError, match=r"^detour probability -0.1 is not in \[0, 1\]$"):
+        parse_ps([0.5, -0.1, 2])
+    with pytest.raises(WorldModelError, match=r"^detour probabilities '0.1;0.2': give numbers separated by commas$"):
+        parse_ps("0.1;0.2")
+
+
+def test_parse_kinds():
+    assert parse_kinds("random, adversarial") == ["random", "adversarial"]
+    assert parse_kinds("adversarial,") == ["adversarial"]
+    for bad in ("", "sideways", "random,sideways"):
+        with pytest.raises(WorldModelError, match=r"^--kind '.*': choose from random, adversarial \(comma-separated\)$"):
+            parse_kinds(bad)
+
+
+def test_run_kinds_concatenates_kinds_in_order():
+    model, world = Fixed([0.5, 0.1, 0.1, 0.3, 0.0], 3), FreeWorld(3)
+    results, trials = run_kinds(model, world, [[], ["a"]], ["adversarial", "random"], [0.0, 1.0],
+                                allowed=lambda s, t, length: s < 3, max_len=10, seed=2)
+    assert [(r.kind, r.p, r.n) for r in results] == [("adversarial", 0.0, 2), ("adversarial", 1.0, 2),
+                                                      ("random", 0.0, 2), ("random", 1.0, 2)]
+    assert [(t.kind, t.p, t.trial) for t in trials[:4]] == [("adversarial", 0.0, 0), ("adversarial", 0.0, 1),
+                                                           ("adversarial", 1.0, 0), ("adversarial", 1.0, 1)]
+    assert trials[2].tokens == ["b", "b", "b", "stop"] and trials[3].tokens == ["a", "b", "b", "stop"]
+    assert trials[0].tokens == ["a", "a", "a", "stop"]
+    assert all(r.successes == 2 for r in results)
+
+
+def test_table_and_summary_file(tmp_path, capsys):
+    r = DetourResult(kind="random", p=0.05, n=8, successes=6, share=0.75, stderr=0.153093, steps=40, drawn=3,
+                     replaced=2, impossible=1, failures={"too long": 2})
+    assert r.replace_rate == 0.05
+    assert DetourResult("random", 0.0, 1, 1, 1.0, 0.0, 0, 0, 0, 0).replace_rate == 0.0
+    table = format_results([r])
+    assert table.splitlines() == [
+        "| kind | p | success share | stderr | n | replaced / steps |",
+        "|---|---|---|---|---|---|",
+        "| random | 0.05 | 0.750 | 0.153 | 8 | 2 / 40 (0.050) |",
+    ]
+    _, trials = run_detours(Fixed([0.5, 0.1, 0.1, 0.3, 0.0], 2), FreeWorld(2), [[]], "random", [0.0])
+    out = tmp_path / "sub" / "d.json"
+    report(out, [r], trials, {"task": "t"}, "HEADER")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "HEADER" and printed[1:4] == table.splitlines() and printed[4] == f"wrote {out}"
+    data = json.loads(out.read_text())
+    assert data["task"] == "t" and data["results"] == [{**r.__dict__, "replace_rate": 0.05}]
+    assert data["trials"][0]["tokens"] == ["a", "a", "stop"] and data["trials"][0]["reason"] == "ok"
+    assert not list((tmp_path / "sub").glob("*.tmp"))
+    write_results(out, [], [])
+    assert json.loads(out.read_text()) == {"results": [], "trials": []}
