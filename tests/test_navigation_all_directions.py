@@ -228,3 +228,48 @@ def test_probe_targets_are_int64_indices(world):
     for state in (("r2c1", "q"), Origin("p")):
         t = world.probe_targets(state)
         assert t.dtype == np.int64 and t.shape == (1,)
+
+
+def test_pair_keys_name_the_states(world):
+    sampler = NavigationSampler(world, max_tokens=20, min_len=1, max_len=4)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        p = sampler.compression_pair(rng)
+        assert p.key == world.state_key(p.state1)
+        q = sampler.distinction_pair(rng)
+        assert q.key == f"{world.state_key(q.state1)}|{world.state_key(q.state2)}"
+
+
+def _line_world():
+    """s -> x -> t, one way: every backward walk of 2 or more steps from x or t dies at s."""
+    coords = {"s": (40.0, -74.0), "x": (40.0, -73.999), "t": (40.0, -73.998)}
+    edges = {("s", "E"): "x", ("x", "E"): "t"}
+    return NavigationWorld(StreetMap(["s", "x", "t"], coords, edges, {k: 1.0 for k in edges}, name="line"))
+
+
+def test_skipped_trials_say_why():
+    import itertools
+
+    w = _line_world()
+    rng = np.random.default_rng(0)
+    sampler = NavigationSampler(w, max_tokens=20, min_len=3, max_len=3, tries=4)
+    sampler._state = lambda rng: ("x", "t")
+    with pytest.raises(TrialSkipped, match=r"^no state with two different prefixes in 4 draws "
+                                           r"\(last: no backward walk of length 3 from x\)$"):
+        sampler.compression_pair(rng)
+    with pytest.raises(TrialSkipped, match=r"^could not draw two different states$"):
+        sampler.distinction_pair(rng)
+    states = itertools.cycle([("x", "t"), ("t", "t")])
+    sampler._state = lambda rng: next(states)
+    with pytest.raises(TrialSkipped, match=r"^backward walks of length 3 from x keep hitting nodes with no incoming street$"):
+        sampler.distinction_pair(rng)
+    # one step back from t always comes from x: a single prefix
+    one = NavigationSampler(w, max_tokens=20, min_len=1, max_len=1, tries=3)
+    one._state = lambda rng: ("t", "t")
+    with pytest.raises(TrialSkipped, match=r"\(last: only one prefix of length 1 reaches t->t\)$"):
+        one.compression_pair(rng)
+    with pytest.raises(TrialSkipped, match=r"^no state with two different prefixes in 0 draws \(last: \)$"):
+        NavigationSampler(w, max_tokens=20, tries=0).compression_pair(rng)
+    # no state leaves room for three moves plus the completion in 5 tokens
+    with pytest.raises(TrialSkipped, match=r"^no \(current, destination\) state with a reachable destination in 4 draws$"):
+        NavigationSampler(w, max_tokens=5, min_len=3, max_len=3, tries=4).distinction_pair(rng)
