@@ -53,6 +53,10 @@ def test_run_and_validity():
     assert run(dfa, ["b"]) is REJECT
     assert is_valid(dfa, ["a", "b"]) and not is_valid(dfa, ["a", "a", "b"])
     assert first_rejection(dfa, 0, ["a", "a", "b"]) == 2
+    # every valid suffix up to length k, each once; none for k <= 0 or from REJECT
+    assert sorted(valid_suffixes(dfa, 0, 2)) == [("a",), ("a", "a"), ("a", "b")]
+    assert list(valid_suffixes(dfa, 0, 0)) == [] and list(valid_suffixes(dfa, 0, -1)) == []
+    assert list(valid_suffixes(dfa, REJECT, 3)) == []
 
 
 def test_exact_boundary_hand_made():
