@@ -16,7 +16,8 @@ import pytest
 
 from worldmodel.dfa import REJECT, run
 from worldmodel.errors import TrialSkipped
-from worldmodel.worlds.navigation.graph import DIRECTIONS, StreetMap
+from worldmodel.worlds.navigation.geometry import DIRECTIONS
+from worldmodel.worlds.navigation.streetmap import StreetMap
 from worldmodel.worlds.navigation.sampler import NavigationSampler
 from worldmodel.worlds.navigation.world import END, END_TOKEN, START, NavigationWorld, Origin
 
