@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from worldmodel.worlds.othello.engine import (
-    BLACK, GAME_OVER, WHITE, Position, flips, legal_moves, random_game_scalar, random_games, replay, replay_batch,
+    BLACK, GAME_OVER, WHITE, Geometry, Position, flips, legal_moves, random_game_scalar, random_games, replay, replay_batch,
 )
 
 STEPS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
@@ -253,3 +253,23 @@ def test_render_and_from_text_round_trip():
     assert Position(4, 0, 1, WHITE).render().endswith(" 1 O . . .\n   a b c d\nwhite to move")
     big = Position.start(10).render().splitlines()
     assert big[0] == "10 " + " ".join("." * 10) and big[-2] == "   a b c d e f g h i j"
+
+
+def test_from_text_spellings_and_errors():
+    from worldmodel.errors import WorldModelError
+
+    plain = Position.from_text(["....", ".XO.", ".OX.", "...."], WHITE)
+    assert (plain.black, plain.white, plain.side, plain.n) == (
+        (1 << 9) | (1 << 6), (1 << 10) | (1 << 5), WHITE, 4)
+    for rows in (["....", ".xo.", ".ox.", "...."], [". . . .", ". B W .", ". W B .", ". . . ."],
+                 ["....", ".bw.", ".wb.", "...."], ["  ....", ".XO. ", ".OX.", "...."]):
+        assert Position.from_text(rows, WHITE) == plain, rows
+    assert Position.from_text(["....", ".XO.", ".OX.", "...."], BLACK) == Position.start(4)
+    with pytest.raises(WorldModelError, match=r"^board row 2 has 3 cells, expected 4$"):
+        Position.from_text(["....", "...", "....", "...."], BLACK)
+    with pytest.raises(WorldModelError, match=r"^board row 3: unknown cell 'Q'$"):
+        Position.from_text(["....", "....", "..Q.", "...."], BLACK)
+    with pytest.raises(WorldModelError, match="even number from 4 to 26, got 3"):
+        Position.from_text(["...", "...", "..."], BLACK)
+    start = Position.start(4)
+    assert Geometry(4).centre() == start.black | start.white == (1 << 5) | (1 << 6) | (1 << 9) | (1 << 10)
