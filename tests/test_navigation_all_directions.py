@@ -124,6 +124,11 @@ def test_paths_lengths_probes_and_keys(world):
     assert world.path_nodes(seq) == ["p", "r0c0", "r1c1", "r2c1", "q"]
     assert world.path_length_m(seq) == pytest.approx(400.0)
     assert world.path_nodes(["p"]) is None and world.path_nodes(["q", "p"]) is None
+    assert world.is_traversal(seq) and world.is_traversal(["q", "q", END_TOKEN])
+    assert not world.is_traversal(seq[:-1])                     # not finished
+    assert not world.is_traversal(seq + ["N"])                  # nothing after 'end'
+    assert not world.is_traversal(["p", "q", "NE", "SW"])       # p -> r0c0 is one way: no SW back
+    assert not world.is_traversal([]) and not world.is_traversal(["p"])
     assert int(world.probe_targets(("r2c1", "q"))[0]) == world.map.nodes.index("r2c1")
     assert int(world.probe_targets(Origin("q"))[0]) == world.map.nodes.index("q")
     assert world.probe_targets(START) is None and world.probe_targets(END) is None
