@@ -171,3 +171,24 @@ def test_table_and_summary_file(tmp_path, capsys):
     assert not list((tmp_path / "sub").glob("*.tmp"))
     write_results(out, [], [])
     assert json.loads(out.read_text()) == {"results": [], "trials": []}
+
+
+def test_cached_reuses_a_file_only_when_its_settings_match(tmp_path):
+    from worldmodel.detours import cached
+
+    calls = []
+
+    def run():
+        calls.append(1)
+        res, trials = run_detours(Fixed([0.5, 0.1, 0.1, 0.3, 0.0], 2), FreeWorld(2), [[]], "random", [0.0])
+        return res, trials, {"extra": len(calls)}
+
+    path = tmp_path / "d" / "cache.json"
+    first = cached(path, {"seed": 1, "p": [0.0]}, run)
+    assert len(calls) == 1 and first["seed"] == 1 and first["extra"] == 1 and first["seconds"] >= 0
+    assert first["results"][0]["successes"] == 1 and first["trials"][0]["tokens"] == ["a", "a", "stop"]
+    again = cached(path, {"seed": 1, "p": [0.0]}, run)
+    assert len(calls) == 1 and again == first == json.loads(path.read_text())
+    other = cached(path, {"seed": 2, "p": [0.0]}, run)            # settings differ: rerun and overwrite
+    assert len(calls) == 2 and other["seed"] == 2 and other["extra"] == 2
+    assert json.loads(path.read_text())["seed"] == 2
