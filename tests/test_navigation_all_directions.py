@@ -8,6 +8,7 @@ with one street in and none out. Expectations are computed independently with ne
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import networkx as nx
@@ -279,3 +280,23 @@ def test_skipped_trials_say_why():
     # no state leaves room for three moves plus the completion in 5 tokens
     with pytest.raises(TrialSkipped, match=r"^no \(current, destination\) state with a reachable destination in 4 draws$"):
         NavigationSampler(w, max_tokens=5, min_len=3, max_len=3, tries=4).distinction_pair(rng)
+
+
+def test_names_defaults_and_refused_node_ids(world):
+    from worldmodel.errors import WorldModelError
+
+    assert world.name == "king" and NavigationWorld(king_map()).name == "navigation"
+    assert world.path_nodes(["r1c1", "q"]) == ["r1c1"]                 # origin and destination only
+    assert world.check_node("q") == "q"
+    with pytest.raises(WorldModelError, match=r"^node 'zz' is not a node of street map king$"):
+        world.check_node("zz")
+    with pytest.raises(WorldModelError, match=r"^destination 'zz' is not a node of street map king$"):
+        world.hops_to("zz")
+    for bad in ("a b", "", "end", "SW", "x\ty"):
+        coords = {bad: (40.0, -74.0), "b": (40.001, -74.0)}
+        m = StreetMap([bad, "b"], coords, {(bad, "N"): "b"}, {(bad, "N"): 1.0}, name="bad")
+        with pytest.raises(WorldModelError, match=rf"^street map bad: node id {re.escape(repr(bad))} cannot be a token "
+                                                  r"\(it is a direction, 'end', empty or contains whitespace\)$"):
+            NavigationWorld(m)
+    s = NavigationSampler(world)
+    assert (s.max_tokens, s.min_len, s.max_len, s.tries) == (100, 1, 97, 200) and s.world is world
