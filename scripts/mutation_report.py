@@ -95,7 +95,8 @@ def main(argv=None) -> int:
         if why:
             lines.append(f"Equivalent: {why}")
             lines.append("")
-        lines += ["```diff", diff_of(name), "```", ""]
+        diff = diff_of(name)
+        lines += ["```diff", diff, "```", ""] if diff else ["(diff not available: the module was not mutated in the last run)", ""]
     out = ROOT / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
