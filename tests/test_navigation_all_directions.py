@@ -125,11 +125,6 @@ def test_paths_lengths_probes_and_keys(world):
     assert world.path_nodes(seq) == ["p", "r0c0", "r1c1", "r2c1", "q"]
     assert world.path_length_m(seq) == pytest.approx(400.0)
     assert world.path_nodes(["p"]) is None and world.path_nodes(["q", "p"]) is None
-    assert world.is_traversal(seq) and world.is_traversal(["q", "q", END_TOKEN])
-    assert not world.is_traversal(seq[:-1])                     # not finished
-    assert not world.is_traversal(seq + ["N"])                  # nothing after 'end'
-    assert not world.is_traversal(["p", "q", "NE", "SW"])       # p -> r0c0 is one way: no SW back
-    assert not world.is_traversal([]) and not world.is_traversal(["p"])
     assert int(world.probe_targets(("r2c1", "q"))[0]) == world.map.nodes.index("r2c1")
     assert int(world.probe_targets(Origin("q"))[0]) == world.map.nodes.index("q")
     assert world.probe_targets(START) is None and world.probe_targets(END) is None
@@ -280,6 +275,15 @@ def test_skipped_trials_say_why():
     # no state leaves room for three moves plus the completion in 5 tokens
     with pytest.raises(TrialSkipped, match=r"^no \(current, destination\) state with a reachable destination in 4 draws$"):
         NavigationSampler(w, max_tokens=5, min_len=3, max_len=3, tries=4).distinction_pair(rng)
+
+
+def test_is_traversal(world):
+    seq = ["p", "q", "NE", "NE", "N", "N", END_TOKEN]            # p r0c0 r1c1 r2c1 q
+    assert world.is_traversal(seq) and world.is_traversal(["q", "q", END_TOKEN])
+    assert not world.is_traversal(seq[:-1])                     # not finished
+    assert not world.is_traversal(seq + ["N"])                  # nothing after 'end'
+    assert not world.is_traversal(["p", "q", "NE", "SW"])       # p -> r0c0 is one way: no SW back
+    assert not world.is_traversal([]) and not world.is_traversal(["p"])
 
 
 def test_names_defaults_and_refused_node_ids(world):
