@@ -169,6 +169,7 @@ def test_table_and_summary_file(tmp_path, capsys):
     assert data["task"] == "t" and data["results"] == [{**r.__dict__, "replace_rate": 0.05}]
     assert data["trials"][0]["tokens"] == ["a", "a", "stop"] and data["trials"][0]["reason"] == "ok"
     assert not list((tmp_path / "sub").glob("*.tmp"))
+    assert out.read_text().startswith('{\n "task": "t",\n "results": [\n  {\n   "kind": "random"')   # indent 1
     write_results(out, [], [])
     assert json.loads(out.read_text()) == {"results": [], "trials": []}
 
@@ -183,12 +184,33 @@ def test_cached_reuses_a_file_only_when_its_settings_match(tmp_path):
         res, trials = run_detours(Fixed([0.5, 0.1, 0.1, 0.3, 0.0], 2), FreeWorld(2), [[]], "random", [0.0])
         return res, trials, {"extra": len(calls)}
 
-    path = tmp_path / "d" / "cache.json"
+    path = tmp_path / "d" / "e" / "cache.json"
     first = cached(path, {"seed": 1, "p": [0.0]}, run)
-    assert len(calls) == 1 and first["seed"] == 1 and first["extra"] == 1 and first["seconds"] >= 0
+    assert len(calls) == 1 and first["seed"] == 1 and first["extra"] == 1 and 0 <= first["seconds"] < 600
     assert first["results"][0]["successes"] == 1 and first["trials"][0]["tokens"] == ["a", "a", "stop"]
     again = cached(path, {"seed": 1, "p": [0.0]}, run)
     assert len(calls) == 1 and again == first == json.loads(path.read_text())
     other = cached(path, {"seed": 2, "p": [0.0]}, run)            # settings differ: rerun and overwrite
     assert len(calls) == 2 and other["seed"] == 2 and other["extra"] == 2
     assert json.loads(path.read_text())["seed"] == 2
+
+
+def test_run_detours_defaults_and_messages(capsys):
+    class Never(Fixed):
+        def next_token_probs(self, prefixes):
+            return np.tile(self.probs, (len(prefixes), 1))
+
+    model, world = Never([0.4, 0.3, 0.2, 0.1, 0.0], 0), FreeWorld(1)
+    no_stop = {"allowed": lambda s, t, length: t != "stop"}
+    res, trials = run_detours(model, world, [["a"]], "random", [0.5], **no_stop)
+    assert len(trials[0].tokens) == 100 and trials[0].reason == "too long"          # max_len defaults to 100
+    assert capsys.readouterr().err == ""                                             # no progress bar by default
+    again = run_detours(model, world, [["a"]], "random", [0.5], seed=0, **no_stop)[1]
+    other = run_detours(model, world, [["a"]], "random", [0.5], seed=1, **no_stop)[1]
+    assert trials[0].tokens == again[0].tokens != other[0].tokens                   # seed defaults to 0
+    with pytest.raises(WorldModelError, match=r"^detours need at least one start prefix$"):
+        run_detours(model, world, [], "random", [0.5])
+    with pytest.raises(WorldModelError, match=r"^detour kind 'sideways' is not one of random, adversarial$"):
+        run_detours(model, world, [[]], "sideways", [0.5])
+    with pytest.raises(WorldModelError, match=r"^detour start 1 \(a stop\) is not valid in the free world$"):
+        run_detours(model, world, [["a"], ["a", "stop"]], "random", [0.5])
