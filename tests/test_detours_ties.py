@@ -212,5 +212,5 @@ def test_run_detours_defaults_and_messages(capsys):
         run_detours(model, world, [], "random", [0.5])
     with pytest.raises(WorldModelError, match=r"^detour kind 'sideways' is not one of random, adversarial$"):
         run_detours(model, world, [[]], "sideways", [0.5])
-    with pytest.raises(WorldModelError, match=r"^detour start 1 \(a stop\) is not valid in the free world$"):
-        run_detours(model, world, [["a"], ["a", "stop"]], "random", [0.5])
+    with pytest.raises(WorldModelError, match=r"^detour start 1 \(stop a\) is not valid in the free world$"):
+        run_detours(model, world, [["a"], ["stop", "a"]], "random", [0.5])
