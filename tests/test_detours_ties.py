@@ -214,3 +214,18 @@ def test_run_detours_defaults_and_messages(capsys):
         run_detours(model, world, [[]], "sideways", [0.5])
     with pytest.raises(WorldModelError, match=r"^detour start 1 \(stop a\) is not valid in the free world$"):
         run_detours(model, world, [["a"], ["stop", "a"]], "random", [0.5])
+
+
+def test_goal_steps_and_progress(capsys):
+    model, world = Fixed([0.5, 0.1, 0.1, 0.3, 0.0], 3), FreeWorld(3)
+    seen = []
+
+    def goal(seq, state):
+        seen.append((list(seq), state))
+        return seq[0] == "a"
+
+    res, trials = run_detours(model, world, [["a"], ["b"]], "adversarial", [0.0], goal=goal, progress=True)
+    assert seen == [(["a", "a", "a", "stop"], "done"), (["b", "a", "a", "stop"], "done")]
+    assert [(t.success, t.reason, t.steps) for t in trials] == [(True, "ok", 3), (False, "goal not reached", 3)]
+    assert res[0].failures == {"goal not reached": 1} and res[0].successes == 1
+    assert "detours (adversarial)" in capsys.readouterr().err
