@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/mutation.md")
     ap.add_argument("--commit", default=None, help="commit the run mutated (default: HEAD)")
-    ap.add_argument("--note", default="", help="a paragraph added under the title")
+    ap.add_argument("--note", default="", help="a file whose text is added under the title (scope of the run)")
     args = ap.parse_args(argv)
     metas = sorted((ROOT / "mutants").rglob("*.py.meta"))
     if not metas:
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
              "Score = killed / (checked − equivalent); timeouts count as killed. "
              "Regenerate this file with `python scripts/mutation_report.py`.", ""]
     if args.note:
-        lines += [args.note, ""]
+        lines += [Path(args.note).read_text().strip(), ""]
     lines += ["| module | mutants | checked | killed | survived | equivalent | no tests | not checked | score |",
               "|---|---|---|---|---|---|---|---|---|"]
     for module, n, c in rows:
