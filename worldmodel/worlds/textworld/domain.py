@@ -1,0 +1,145 @@
+"""Tasks ``textworld-simple`` and ``textworld-simple-suite``: the house, its data, its sampler.
+
+Task settings:
+
+* ``[world]`` ``rewards`` (``dense``), ``goal`` (``detailed``), ``split`` (``train``),
+  ``seed`` (1) — the game (see :mod:`.games`); ``games_dir`` — where games are
+  generated and cached (default ``$WORLDMODEL_DATA/textworld-games`` or
+  ``data/textworld-games``; a relative path is taken from the task file's folder's
+  parent, i.e. the repository root for ``tasks/``); ``suite_seeds`` — for the suite
+  task, ``{train = [...], test = [...]}``: the seeds of the 9 configurations × 2 splits
+  the agent loop plays (the metrics use the game named by the other keys);
+* ``[data]`` ``n_train``, ``n_val``, ``n_test``, ``min_len``, ``max_len`` (commands per
+  random walk; also the cap of a goal-directed episode), ``detour`` (probability of a
+  random command in goal-directed play);
+* ``[sampler]`` ``max_prefix`` — prefixes are uniform random command histories of
+  1..``max_prefix`` commands reaching a uniformly drawn live state (two different
+  ones for compression: reordered container openings, look/examine loops …).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import TrialSkipped, WorldModelError
+from ...sampling import ExplicitDFASampler
+from ...tasks import Domain
+from .data import DATASETS, generate
+from .games import GameSpec, default_games_dir, ensure_game, suite
+from .world import TextWorldWorld
+
+_WORLD_KEYS = {"rewards", "goal", "split", "seed", "games_dir", "suite_seeds"}
+_DATA_KEYS = {"n_train", "n_val", "n_test", "min_len", "max_len", "detour"}
+
+
+class TextWorldSampler(ExplicitDFASampler):
+    """Uniform prefixes (:class:`~worldmodel.sampling.ExplicitDFASampler`) to live states only.
+
+    The won/lost class has no continuation to compare, so it is never drawn.
+    """
+
+    def __init__(self, world: TextWorldWorld, min_len: int = 1, max_len: int = 24):
+        super().__init__(world, min_len, max_len)
+        self.live = np.array([q for q in range(world.n_states) if not world.is_terminal(q)])
+
+    def _draw_state(self, rng) -> int:
+        return int(self.live[int(rng.integers(len(self.live)))])
+
+    def compression_pair(self, rng):
+        q = self._draw_state(rng)
+        lengths = self._lengths(q, 2)
+        if not lengths:
+            raise TrialSkipped(f"state {q} has fewer than two histories of {self.min_len}-{self.max_len} commands")
+        length = lengths[int(rng.integers(len(lengths)))]
+        p1 = self._prefix(q, length, rng)
+        for _ in range(20):
+            p2 = self._prefix(q, length, rng)
+            if p2 != p1:
+                return self.make_pair(str(q), p1, p2)
+        raise TrialSkipped("could not draw two different histories to the same state")
+
+    def distinction_pair(self, rng):
+        q1 = self._draw_state(rng)
+        q2 = self._draw_state(rng)
+        while q2 == q1:
+            q2 = self._draw_state(rng)
+        common = sorted(set(self._lengths(q1, 1)) & set(self._lengths(q2, 1)))
+        if not common:
+            raise TrialSkipped(f"states {q1} and {q2} share no history length")
+        length = common[int(rng.integers(len(common)))]
+        return self.make_pair(f"{q1}|{q2}", self._prefix(q1, length, rng), self._prefix(q2, length, rng))
+
+
+class TextWorldDomain(Domain):
+    """One TextWorld Simple game as a world (and, for the suite task, the list of games)."""
+
+    def _check_keys(self, section: str, known: set[str]) -> dict:
+        d = self.task.section(section)
+        unknown = set(d) - known
+        if unknown:
+            raise WorldModelError(f"task {self.task.path}: unknown [{section}] key(s) {', '.join(sorted(unknown))}")
+        return d
+
+    @cached_property
+    def games_dir(self) -> Path:
+        w = self._check_keys("world", _WORLD_KEYS)
+        if "games_dir" not in w:
+            return default_games_dir()
+        p = Path(str(w["games_dir"]))
+        return p if p.is_absolute() else (self.task.path.resolve().parent.parent / p)
+
+    @cached_property
+    def spec(self) -> GameSpec:
+        w = self._check_keys("world", _WORLD_KEYS)
+        return GameSpec(str(w.get("rewards", "dense")), str(w.get("goal", "detailed")),
+                        str(w.get("split", "train")), w.get("seed", 1))
+
+    def games(self) -> list[GameSpec]:
+        """The suite's games (for the suite task), else the task's one game."""
+        w = self._check_keys("world", _WORLD_KEYS)
+        seeds = w.get("suite_seeds")
+        if seeds is None:
+            return [self.spec]
+        if not isinstance(seeds, dict) or not set(seeds) <= {"train", "test"}:
+            raise WorldModelError(f"task {self.task.path}: [world] suite_seeds must be {{train = [...], test = [...]}}")
+        return suite({k: list(v) for k, v in seeds.items()})
+
+    def game_file(self, spec: GameSpec | None = None) -> Path:
+        """The ``game.z8`` of a game (the task's by default), generated if missing."""
+        return ensure_game(spec or self.spec, self.games_dir)
+
+    def build_world(self) -> TextWorldWorld:
+        return TextWorldWorld.from_game(self.game_file(), name=self.task.name)
+
+    def sampler(self) -> TextWorldSampler:
+        s = self.task.section("sampler")
+        unknown = set(s) - {"max_prefix"}
+        if unknown:
+            raise WorldModelError(f"task {self.task.path}: unknown [sampler] key(s) {', '.join(sorted(unknown))}")
+        return TextWorldSampler(self.world, 1, int(s.get("max_prefix", 24)))
+
+    def datasets(self) -> list[str]:
+        return list(DATASETS)
+
+    def generate(self, dataset: str):
+        d = self._check_keys("data", _DATA_KEYS)
+        counts = {}
+        for split, default in (("train", 20000), ("val", 500), ("test", 500)):
+            n = d.get(f"n_{split}", default)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise WorldModelError(f"task {self.task.path}: [data] n_{split} must be a positive integer")
+            counts[split] = n
+        rng = np.random.default_rng([self.task.seed, DATASETS.index(dataset) if dataset in DATASETS else 99])
+        return generate(self.world, dataset, counts, rng, int(d.get("min_len", 8)), int(d.get("max_len", 40)),
+                        float(d.get("detour", 0.2)))
+
+    def detour_starts(self, n: int, opening: int, data_dir=None, seed: int = 0) -> list[list[str]]:
+        """The first ``opening`` commands of ``n`` held-out goal-directed episodes (detour starts)."""
+        seqs = [s for s in self.sequences("test", "goal-directed", data_dir) if len(s) > opening]
+        if not seqs:
+            raise WorldModelError(f"task {self.task.name}: no held-out episode has more than {opening} commands")
+        order = np.random.default_rng(seed).permutation(len(seqs))
+        return [list(seqs[i][:opening]) for i in order[:n]]
