@@ -19,7 +19,7 @@ from collections import deque
 
 import numpy as np
 
-from ...dfa import random_walk
+from ...dfa import REJECT, random_walk, run
 from ...errors import WorldModelError
 from .world import TextWorldWorld
 
@@ -113,3 +113,30 @@ def generate(world: TextWorldWorld, dataset: str, counts: dict[str, int], rng: n
             seqs.append(seq)
         out[split] = seqs
     return out
+
+
+class PlannerModel:
+    """A reference player: all its mass on the commands of a shortest plan to the win.
+
+    Offers what :func:`worldmodel.detours.run_detours` uses (``tokens``,
+    ``next_token_probs``); greedy decoding of it plays the walkthrough from wherever a
+    detour left it (the game's ``policy_commands``). Not a world model: it is the
+    detour table's ceiling, as the shortest-route navigator is for maps.
+    """
+
+    name = "planner"
+
+    def __init__(self, world: TextWorldWorld):
+        self.world = world
+        self.tokens = tuple(world.tokens)
+        self._dist = distance_to_win(world)
+        self._index = {t: i for i, t in enumerate(self.tokens)}
+
+    def next_token_probs(self, prefixes):
+        out = np.zeros((len(prefixes), len(self.tokens)))
+        for i, p in enumerate(prefixes):
+            s = run(self.world, p)
+            plan = [] if s is REJECT or self.world.is_terminal(s) else plan_commands(self.world, self._dist, s)
+            for t in plan:
+                out[i, self._index[t]] = 1.0 / len(plan)
+        return out
