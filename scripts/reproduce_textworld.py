@@ -20,6 +20,16 @@ random detours), and their mixture — and writes
 
 and ``figures/textworld-metrics.png``, ``figures/textworld-detours.png``. Work is kept
 under ``runs/textworld-simple/`` (data, checkpoints, trial logs): a rerun reuses it.
+
+With ``--llm`` it also writes ``results/textworld-simple/llm.md`` (and ``.json``): the
+world-model probe in words (compression precision, distinction recall from the exact
+one-command boundary; :mod:`worldmodel.worlds.textworld.llm`) beside capability (the
+agent loop's win rate), for the true responder (answers from the automaton), a
+seeded random responder and any OpenAI-compatible endpoint given with
+``--openai BASE_URL MODEL``; the agent loop plays the game of the task, or with
+``--suite`` the 9 configurations × 2 splits of ``textworld-simple-suite`` (games
+generated with tw-make and enumerated on first use). Responses are cached in
+``runs/textworld-simple/llm-cache.jsonl``.
 """
 
 from __future__ import annotations
@@ -45,6 +55,12 @@ KINDS = ("random", "adversarial")
 DATASET_LABELS = {"random-walks": "Random walks", "goal-directed": "Goal-directed", "mixture": "Mixture"}
 
 
+def _command() -> str:
+    """This run's command line as recorded in the results (``--no-progress`` changes no number)."""
+    extra = [shlex.quote(a) for a in sys.argv[1:] if a != "--no-progress"]
+    return " ".join(["OMP_NUM_THREADS=1 python scripts/reproduce_textworld.py"] + extra)
+
+
 def _cell(m: dict | None) -> str:
     if not m or not m.get("n"):
         return "—"
@@ -61,9 +77,19 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(REPO / "results"))
     ap.add_argument("--figures", default=str(REPO / "figures"))
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--llm", action="store_true", help="also the LLM rows (probe in words, agent loop)")
+    ap.add_argument("--llm-only", action="store_true", help="only the LLM rows")
+    ap.add_argument("--suite", action="store_true", help="agent loop over textworld-simple-suite's 18 games")
+    ap.add_argument("--probe-states", type=int, default=100, help="trials per probe metric (default 100)")
+    ap.add_argument("--openai", nargs=2, action="append", metavar=("BASE_URL", "MODEL"))
+    ap.add_argument("--api-key-env", default="OPENAI_API_KEY")
     args = ap.parse_args(argv)
     try:
-        return run(args)
+        if not args.llm_only:
+            run(args)
+        if args.llm or args.llm_only:
+            llm(args)
+        return 0
     except WorldModelError as exc:
         print(f"worldmodel: error: {exc}", file=sys.stderr)
         return 2
@@ -139,8 +165,7 @@ def run(args) -> int:
 
     out = Path(args.results) / task.name
     out.mkdir(parents=True, exist_ok=True)
-    command = "OMP_NUM_THREADS=1 python scripts/reproduce_textworld.py" + (
-        " " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "")
+    command = _command()
     elapsed = time.time() - t_start
     data = {"task": task.name, "command": command, "settings": settings.to_dict(),
             "world": {"raw_states": world.house.n_states, "minimal_states": world.n_states,
@@ -161,7 +186,89 @@ def run(args) -> int:
     print((out / "table.md").read_text())
     print(f"wrote {out}/table.md, table.json, {figs}/textworld-metrics.png, textworld-detours.png "
           f"({elapsed / 60:.1f} min this run)")
-    return 0
+
+
+def llm(args) -> None:
+    from worldmodel.chat import CachedBackend, OpenAIChatBackend, ResponseCache
+    from worldmodel.tasks import load_task
+    from worldmodel.worlds.textworld.llm import ProbeSettings, RandomAgent, TrueAgent, play, probe, summarize_play
+    from worldmodel.worlds.textworld.world import TextWorldWorld
+
+    t_start = time.time()
+    progress = not args.no_progress
+    task = load_task(args.task)
+    world = task.world
+    work = Path(args.runs) / task.name
+    cache = work / "llm-cache.jsonl"
+    suite_task = load_task("textworld-simple-suite") if args.suite else task
+    specs = suite_task.domain.games()
+    games = {spec.name: suite_task.domain.game_file(spec) for spec in specs}
+    config_of = {spec.name: f"{spec.config} ({spec.split})" for spec in specs}
+    worlds = {}  # each game's automaton, for the true responder
+
+    def responders(game: str | None):
+        if game is None:
+            rows = {"true world model": TrueAgent(world), "random": RandomAgent(0)}
+        else:
+            if game not in worlds:
+                worlds[game] = TextWorldWorld.from_game(games[game], name=game, progress=progress)
+            rows = {"true world model": TrueAgent(worlds[game]), "random": RandomAgent(0)}
+        for base_url, model in args.openai or []:
+            rows[model] = OpenAIChatBackend(base_url, model, args.api_key_env)
+        return rows
+
+    settings = ProbeSettings(states=args.probe_states, seed=0)
+    probes, plays = {}, {}
+    for label, backend in responders(None).items():
+        cb = CachedBackend(backend, ResponseCache(cache), progress=progress)
+        try:
+            probes[label] = probe(cb, world, settings).summary()
+        finally:
+            cb.close()
+    for game in games:
+        for label, backend in responders(game).items():
+            cb = CachedBackend(backend, ResponseCache(cache), progress=progress)
+            try:
+                plays.setdefault(label, []).extend(play(cb, {game: games[game]}, progress=False))
+            finally:
+                cb.close()
+    summary = {label: summarize_play(recs, lambda g: config_of[g]) for label, recs in plays.items()}
+    overall = {label: summarize_play(recs, lambda g: "all")["all"] for label, recs in plays.items()}
+    out = Path(args.results) / task.name
+    out.mkdir(parents=True, exist_ok=True)
+    command = _command()
+    data = {"command": command, "probe_settings": {"states": settings.states, "samples": settings.samples,
+                                                   "max_prefix": settings.max_prefix, "seed": settings.seed},
+            "probe": probes, "play": plays, "play_by_configuration": summary, "play_overall": overall,
+            "seconds_this_run": time.time() - t_start}
+    (out / "llm.json").write_text(json.dumps(data, indent=1, default=float))
+    lines = [f"# {task.name}: LLM agents", "", f"Command: `{command}`", "",
+             f"World-model probe in words on the seed-1 game ({settings.states} trials per metric, "
+             f"{settings.samples} proposed commands each, histories of 1–{settings.max_prefix} commands; "
+             "mean (standard error), n = scored trials) beside capability: the agent loop's win rate over "
+             f"{len(games)} game(s) (at most 40 commands each).", "",
+             "| Model | Compr. P | unparseable | Dist. R | unparseable | Capability (win rate) | "
+             "Normalised score | Steps |", "|---|---|---|---|---|---|---|---|"]
+    for label, rep in probes.items():
+        cells = []
+        for m in ("compression_precision", "distinction_recall"):
+            r = rep["metrics"][m]
+            cells += [f"{_cell(r)}, n={r['n']}", f"{r['n_unparseable']}/{r['n_answers']}"]
+        o = overall.get(label, {})
+        cells += [f"{o.get('win_rate', float('nan')):.2f}", f"{o.get('normalized_score', float('nan')):.2f}",
+                  f"{o.get('steps', float('nan')):.1f}"]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "Agent loop by configuration (normalised score / steps / win rate; unparseable answers end a "
+              "game and are counted):", "", "| Configuration | " + " | ".join(summary) + " |",
+              "|---|" + "---|" * len(summary)]
+    for cfg in dict.fromkeys(config_of[g] for g in games):
+        lines.append(f"| {cfg} | " + " | ".join(
+            f"{s[cfg]['normalized_score']:.2f} / {s[cfg]['steps']:.1f} / {s[cfg]['win_rate']:.2f}"
+            + (f" ({s[cfg]['unparseable']} unparseable)" if s[cfg]["unparseable"] else "")
+            for s in summary.values()) + " |")
+    lines += ["", f"Run time this run: {data['seconds_this_run'] / 60:.1f} min.", ""]
+    (out / "llm.md").write_text("\n".join(lines))
+    print((out / "llm.md").read_text())
 
 
 def write_table(path: Path, data: dict, settings) -> None:

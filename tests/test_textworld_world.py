@@ -210,3 +210,20 @@ def test_tw_make_regenerates_the_shipped_game(tmp_path):
     z8 = ensure_game(GameSpec("dense", "detailed", "train", 1), tmp_path)
     assert z8.read_bytes() == GAME.with_suffix(".z8").read_bytes()
     assert _sha256(z8.with_suffix(".json")) == _sha256(GAME)
+
+
+def test_cached_classes_must_be_a_congruence(world):
+    import copy
+
+    h = copy.deepcopy(world.house)
+    # put the start state in the class of the state after "open antique trunk"
+    h.classes[0] = h.classes[dict((world.house.tokens[t], n) for t, n in h.edges[0])["open_antique_trunk"]]
+    with pytest.raises(WorldModelError, match="not a congruence"):
+        TextWorldWorld(h)
+
+
+@pytest.mark.slow
+def test_cached_classes_are_hopcrofts(world):
+    from worldmodel.worlds.textworld.house import minimal_classes
+
+    assert minimal_classes(world.house) == world.house.classes

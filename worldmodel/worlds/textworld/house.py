@@ -119,6 +119,8 @@ class House:
     max_score: int
     objective: str = ""
     meta: dict = field(default_factory=dict)
+    #: ``classes[s]``: the minimal DFA's state of raw state ``s`` (Hopcroft, computed once when enumerating)
+    classes: list[int] = field(default_factory=list)
 
     @property
     def n_states(self) -> int:
@@ -179,11 +181,37 @@ def load_house(game: str | Path, build: bool = True, progress: bool = True) -> H
     elif not build:
         raise WorldModelError(f"no automaton cache {cache}")
     house = enumerate_house(path, progress=progress)
+    house.classes = minimal_classes(house)
+    save_house(house, cache)
+    return house
+
+
+def save_house(house: House, cache: str | Path) -> None:
+    """Write the automaton as gzipped JSON (atomically)."""
+    cache = Path(cache)
     tmp = cache.with_name(cache.name + ".tmp")
     with gzip.open(tmp, "wt", encoding="utf-8") as f:
         json.dump(house.to_json(), f, separators=(",", ":"))
     tmp.replace(cache)
-    return house
+
+
+def raw_dfa(house: House, name: str = "textworld"):
+    """The enumerated automaton as an (unminimised) :class:`~worldmodel.dfa.ExplicitDFA`."""
+    import numpy as np
+
+    from ...dfa import ExplicitDFA
+
+    delta = np.full((house.n_states, len(house.tokens)), -1, dtype=np.int64)
+    for s, row in enumerate(house.edges):
+        for t, n in row:
+            delta[s, t] = n
+    return ExplicitDFA(delta, house.tokens, 0, name=name)
+
+
+def minimal_classes(house: House) -> list[int]:
+    """Each raw state's Myhill–Nerode class, numbered as :meth:`ExplicitDFA.minimise` numbers them."""
+    _, class_of = raw_dfa(house).minimise()
+    return [int(c) for c in class_of]
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...dfa import REJECT, ExplicitDFA
 from ...errors import WorldModelError
-from .house import House, load_house
+from .house import House, load_house, raw_dfa
 
 _FACT_RE = re.compile(r"^(\w+)\((.*)\)$")
 
@@ -37,18 +37,41 @@ def parse_fact(text: str) -> tuple[str, tuple[str, ...]]:
     return m.group(1), args
 
 
+def _quotient(house: House):
+    """The minimal DFA from the cached classes, checking that they are a congruence.
+
+    Every member of a class must allow the same commands and reach the same classes
+    (so the quotient is a well-defined DFA equivalent to the enumerated one); the
+    classes themselves come from Hopcroft's algorithm when the game was enumerated.
+    """
+    cls = np.asarray(house.classes, dtype=np.int64)
+    if len(cls) != house.n_states or cls.min() < 0:
+        raise WorldModelError(f"{house.game}: the cached classes do not cover the automaton's states")
+    n = int(cls.max()) + 1
+    delta = np.full((n, len(house.tokens)), -2, dtype=np.int64)
+    for s, row in enumerate(house.edges):
+        mine = np.full(len(house.tokens), -1, dtype=np.int64)
+        for t, nxt in row:
+            mine[t] = cls[nxt]
+        c = cls[s]
+        if delta[c, 0] == -2:
+            delta[c] = mine
+        elif not np.array_equal(delta[c], mine):
+            raise WorldModelError(f"{house.game}: the cached classes are not a congruence (state {s}); "
+                                  "delete the automaton cache to rebuild it")
+    return delta, int(cls[0]), cls
+
+
 class TextWorldWorld(ExplicitDFA):
     """The minimal automaton of one TextWorld game (see the module docstring)."""
 
     def __init__(self, house: House, name: str = "textworld"):
-        V = len(house.tokens)
-        raw = np.full((house.n_states, V), -1, dtype=np.int64)
-        for s, row in enumerate(house.edges):
-            for t, n in row:
-                raw[s, t] = n
-        raw_dfa = ExplicitDFA(raw, house.tokens, 0, name=name)
-        minimal, class_of = raw_dfa.minimise()
-        super().__init__(minimal.delta, minimal.tokens, minimal.start, name=name)
+        if house.classes:
+            delta, start, class_of = _quotient(house)
+        else:
+            minimal, class_of = raw_dfa(house, name).minimise()
+            delta, start = minimal.delta, minimal.start
+        super().__init__(delta, house.tokens, start, name=name)
         self.house = house
         self.class_of = class_of
         terminal = set(house.won) | set(house.lost)
