@@ -133,11 +133,11 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
-    from worldmodel.cli import build_model, evaluate
+    from worldmodel.checkpoints import reuse_or_train
     from worldmodel.detours import run_kinds
+    from worldmodel.evaluator import build_model, evaluate
     from worldmodel.metrics import Settings
     from worldmodel.tasks import load_task
-    from worldmodel.train import train
     from worldmodel.worlds.textworld.data import PlannerModel, distance_to_win
 
     t_start = time.time()
@@ -157,12 +157,10 @@ def run(args) -> int:
     training, timings = {}, {}
     ckpts = {}
     for ds in datasets:
-        ck = work / f"gpt2-{ds}"
-        if not (ck / "config.json").exists():
-            t0 = time.time()
-            train(task, ck, dataset=ds, steps=args.steps, data_dir=data_dir, progress=progress)
-            timings[f"train {ds}"] = time.time() - t0
-        training[ds] = json.loads((ck / "training.json").read_text())
+        t0 = time.time()
+        ck, training[ds] = reuse_or_train(task, ds, work / f"gpt2-{ds}", steps=args.steps, data_dir=data_dir,
+                                          progress=progress)
+        timings[f"train {ds}"] = time.time() - t0
         ckpts[ds] = ck
 
     rows = [("Untrained", None, "untrained", "mixture")]

@@ -31,9 +31,6 @@ from .data import DATASETS, generate
 from .games import GameSpec, default_games_dir, ensure_game, suite
 from .world import TextWorldWorld
 
-_WORLD_KEYS = {"rewards", "goal", "split", "seed", "games_dir", "suite_seeds"}
-_DATA_KEYS = {"n_train", "n_val", "n_test", "min_len", "max_len", "detour"}
-
 
 class TextWorldSampler(ExplicitDFASampler):
     """Uniform prefixes (:class:`~worldmodel.sampling.ExplicitDFASampler`) to live states only.
@@ -76,16 +73,16 @@ class TextWorldSampler(ExplicitDFASampler):
 class TextWorldDomain(Domain):
     """One TextWorld Simple game as a world (and, for the suite task, the list of games)."""
 
-    def _check_keys(self, section: str, known: set[str]) -> dict:
-        d = self.task.section(section)
-        unknown = set(d) - known
-        if unknown:
-            raise WorldModelError(f"task {self.task.path}: unknown [{section}] key(s) {', '.join(sorted(unknown))}")
-        return d
+    schema = {
+        "world": {"rewards": str, "goal": str, "split": str, "seed": int, "games_dir": str,
+                  "suite_seeds": {"train": list, "test": list}},
+        "data": {"n_train": int, "n_val": int, "n_test": int, "min_len": int, "max_len": int, "detour": float},
+        "sampler": {"max_prefix": int},
+    }
 
     @cached_property
     def games_dir(self) -> Path:
-        w = self._check_keys("world", _WORLD_KEYS)
+        w = self.task.section("world")
         if "games_dir" not in w:
             return default_games_dir()
         p = Path(str(w["games_dir"]))
@@ -93,13 +90,13 @@ class TextWorldDomain(Domain):
 
     @cached_property
     def spec(self) -> GameSpec:
-        w = self._check_keys("world", _WORLD_KEYS)
+        w = self.task.section("world")
         return GameSpec(str(w.get("rewards", "dense")), str(w.get("goal", "detailed")),
                         str(w.get("split", "train")), w.get("seed", 1))
 
     def games(self) -> list[GameSpec]:
         """The suite's games (for the suite task), else the task's one game."""
-        w = self._check_keys("world", _WORLD_KEYS)
+        w = self.task.section("world")
         seeds = w.get("suite_seeds")
         if seeds is None:
             return [self.spec]
@@ -116,16 +113,13 @@ class TextWorldDomain(Domain):
 
     def sampler(self) -> TextWorldSampler:
         s = self.task.section("sampler")
-        unknown = set(s) - {"max_prefix"}
-        if unknown:
-            raise WorldModelError(f"task {self.task.path}: unknown [sampler] key(s) {', '.join(sorted(unknown))}")
         return TextWorldSampler(self.world, 1, int(s.get("max_prefix", 24)))
 
     def datasets(self) -> list[str]:
         return list(DATASETS)
 
     def generate(self, dataset: str):
-        d = self._check_keys("data", _DATA_KEYS)
+        d = self.task.section("data")
         counts = {}
         for split, default in (("train", 20000), ("val", 500), ("test", 500)):
             n = d.get(f"n_{split}", default)
