@@ -113,9 +113,20 @@ class ExplicitDFASampler(StateSampler):
             cur = int(src[j])
         return tuple(reversed(toks))
 
-    def compression_pair(self, rng):
+    def _draw_state(self, rng: np.random.Generator) -> int:
+        """One state, uniformly (a subclass may restrict the states it draws)."""
+        return int(rng.integers(self.world.n_states))
+
+    def _draw_two_states(self, rng: np.random.Generator) -> tuple[int, int]:
+        """Two different states, uniformly."""
         n = self.world.n_states
-        q = int(rng.integers(n))
+        if n < 2:
+            raise TrialSkipped("the world has a single state")
+        q1, q2 = (int(x) for x in rng.choice(n, size=2, replace=False))
+        return q1, q2
+
+    def compression_pair(self, rng):
+        q = self._draw_state(rng)
         lengths = self._lengths(q, 2)
         if not lengths:
             raise TrialSkipped(f"state {q} has fewer than two prefixes of length {self.min_len}-{self.max_len}")
@@ -128,10 +139,7 @@ class ExplicitDFASampler(StateSampler):
         raise TrialSkipped("could not draw two different prefixes to the same state")
 
     def distinction_pair(self, rng):
-        n = self.world.n_states
-        if n < 2:
-            raise TrialSkipped("the world has a single state")
-        q1, q2 = (int(x) for x in rng.choice(n, size=2, replace=False))
+        q1, q2 = self._draw_two_states(rng)
         common = sorted(set(self._lengths(q1, 1)) & set(self._lengths(q2, 1)))
         if not common:
             raise TrialSkipped(f"states {q1} and {q2} share no prefix length")

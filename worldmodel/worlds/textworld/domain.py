@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...errors import TrialSkipped, WorldModelError
+from ...errors import WorldModelError
 from ...sampling import ExplicitDFASampler
 from ...tasks import Domain
 from .data import DATASETS, generate
@@ -45,29 +45,12 @@ class TextWorldSampler(ExplicitDFASampler):
     def _draw_state(self, rng) -> int:
         return int(self.live[int(rng.integers(len(self.live)))])
 
-    def compression_pair(self, rng):
-        q = self._draw_state(rng)
-        lengths = self._lengths(q, 2)
-        if not lengths:
-            raise TrialSkipped(f"state {q} has fewer than two histories of {self.min_len}-{self.max_len} commands")
-        length = lengths[int(rng.integers(len(lengths)))]
-        p1 = self._prefix(q, length, rng)
-        for _ in range(20):
-            p2 = self._prefix(q, length, rng)
-            if p2 != p1:
-                return self.make_pair(str(q), p1, p2)
-        raise TrialSkipped("could not draw two different histories to the same state")
-
-    def distinction_pair(self, rng):
+    def _draw_two_states(self, rng) -> tuple[int, int]:
         q1 = self._draw_state(rng)
         q2 = self._draw_state(rng)
         while q2 == q1:
             q2 = self._draw_state(rng)
-        common = sorted(set(self._lengths(q1, 1)) & set(self._lengths(q2, 1)))
-        if not common:
-            raise TrialSkipped(f"states {q1} and {q2} share no history length")
-        length = common[int(rng.integers(len(common)))]
-        return self.make_pair(f"{q1}|{q2}", self._prefix(q1, length, rng), self._prefix(q2, length, rng))
+        return q1, q2
 
 
 class TextWorldDomain(Domain):
