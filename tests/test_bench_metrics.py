@@ -9,20 +9,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+import blocked_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 
 BLOCKED = ("osmnx", "folium", "matplotlib", "platformdirs", "sklearn")
-
-RUNNER = """
-import runpy, sys
-for name in {blocked!r}:
-    sys.modules[name] = None          # importing it now raises ImportError
-sys.argv = ["scripts/bench_metrics.py"] + sys.argv[1:]
-runpy.run_path("scripts/bench_metrics.py", run_name="__main__")
-"""
 
 
 def test_bench_engines_agree_on_a_small_model(tmp_path):
@@ -34,9 +27,9 @@ def test_bench_engines_agree_on_a_small_model(tmp_path):
     HFModel.untrained(Vocabulary(task.world.tokens, task.world.name), task.section("model"), seed=3).save_pretrained(ck)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run(
-        [sys.executable, "-c", RUNNER.format(blocked=BLOCKED), "--checkpoint", str(ck), "--task", "othello-6x6-tiny",
-         "--trials", "4", "--M", "4", "--batch-trials", "2",
-         "--forward-seconds", "0.2"],
+        blocked_imports.command("scripts/bench_metrics.py", BLOCKED, "--checkpoint", str(ck),
+                                "--task", "othello-6x6-tiny", "--trials", "4", "--M", "4",
+                                "--batch-trials", "2", "--forward-seconds", "0.2"),
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()

@@ -10,26 +10,20 @@ from pathlib import Path
 
 import pytest
 
+import blocked_imports
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Not installed on the machine the lead runs the check on (and nothing may download).
 BLOCKED = ("osmnx", "folium", "scipy", "matplotlib", "platformdirs", "sklearn")
-
-RUNNER = """
-import runpy, sys
-for name in {blocked!r}:
-    sys.modules[name] = None          # importing it now raises ImportError
-sys.argv = ["scripts/gpu_check.py"] + sys.argv[1:]
-runpy.run_path("scripts/gpu_check.py", run_name="__main__")
-"""
 
 
 def test_gpu_check_tiny_runs_without_optional_packages(tmp_path):
     out = tmp_path / "res"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run(
-        [sys.executable, "-c", RUNNER.format(blocked=BLOCKED), "--out", str(out), "--train-seconds", "4",
-         "--trials", "4", "--work", str(tmp_path / "work")],
+        blocked_imports.command("scripts/gpu_check.py", BLOCKED, "--out", str(out), "--train-seconds", "4",
+                                "--trials", "4", "--work", str(tmp_path / "work")),
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((out / "gpu-check.json").read_text())
