@@ -7,9 +7,8 @@ import functools
 import hashlib
 import json
 import pickle
-import threading
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from worldmodel.cli import main
 from worldmodel.errors import WorldModelError
 
 from datahelp import FIXTURES, full_data, needs_full
+from loopback import LoopbackServer
 
 
 def sha(data: bytes) -> str:
@@ -29,7 +29,7 @@ def sha(data: bytes) -> str:
 # -- a loopback HTTP server --------------------------------------------------------------------
 
 
-class Server:
+class Server(LoopbackServer):
     """Serves ``files`` (path -> bytes) on 127.0.0.1, with ``Range`` support.
 
     ``cut[path] = n`` makes the next ``n`` responses for ``path`` stop halfway through the
@@ -73,9 +73,7 @@ class Server:
                     return
                 self.wfile.write(part)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._serve(Handler)
 
     def gets(self, path: str) -> list[str | None]:
         return [r for p, r in self.log if p == path]
@@ -83,11 +81,8 @@ class Server:
 
 @pytest.fixture
 def server():
-    s = Server()
-    s.thread.start()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+    with Server() as s:
+        yield s
 
 
 @pytest.fixture

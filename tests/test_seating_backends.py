@@ -4,7 +4,7 @@ import hashlib
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -14,12 +14,14 @@ from worldmodel.worlds.seating.cache import ResponseCache
 from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate
 from worldmodel.worlds.seating.tiny_chat import make_tiny_chat_model
 
+from loopback import LoopbackServer
+
 KEY = "sk-test-secret-123"
 CLIENT_TIMEOUT = 0.5
 FAULTS = ("429", "500", "malformed", "empty-choices", "too-slow", "slow-ok", "none", "none")
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
     """A chat-completions server on 127.0.0.1 that answers from the DFA.
 
     With ``faults``, the first request for each prompt fails in a way chosen by the
@@ -91,18 +93,7 @@ class ChatServer:
                                       "message": {"role": "assistant", "content": server.truth.answer(prompt)}}]}
                 return self._send(200, json.dumps(reply).encode())
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serve(Handler, "/v1")
 
 
 def client(url, **kw):

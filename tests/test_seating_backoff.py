@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from worldmodel.errors import WorldModelError
 from worldmodel.worlds.seating.backends import OpenAIChatBackend
 
+from loopback import LoopbackServer
+
 OK = (200, (), json.dumps({"choices": [{"message": {"role": "assistant", "content": "ANSWER: yes"}}]}))
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     """Answers request ``k`` with ``script[k]`` = (status, headers, body); the last entry repeats."""
 
     def __init__(self, script):
@@ -40,17 +41,7 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serve(Handler, "/v1")
 
 
 def backend(url, sleeps, **kw):
