@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Mutation testing (issue 17): mutmut 3.x on the core and world modules listed under
-# [tool.mutmut] in pyproject.toml, each mutant run against the fast unit tests that cover
-# the mutated function. Not part of the default test run (it takes hours on 2 cores).
+# [tool.worldmodel-mutation.tests] in pyproject.toml, one module at a time, each in its own
+# folder .mutation/<module>/ and against only the test files listed for it (each mutant runs
+# those of them that call the mutated function). Not part of the default test run.
 #
-#   scripts/mutation.sh                       # every configured module
-#   scripts/mutation.sh 'worldmodel.dfa*'     # one module (mutant-name globs, as `mutmut run` takes)
-#   JOBS=4 scripts/mutation.sh                # more workers (default 1; CPUs are shared)
+#   scripts/mutation.sh                       # every configured module, one after another
+#   scripts/mutation.sh wthor protocol        # the named modules (file stem or path)
+#   scripts/mutation.sh dfa --survivors       # rerun only a module's survivors (after adding tests)
+#   JOBS=2 NICE=19 scripts/mutation.sh dfa    # workers (default 1) and niceness (default 10)
 #
-# Then: `mutmut results` lists survivors, `mutmut show NAME` shows one, and
-# `python scripts/mutation_report.py` writes results/mutation.md from mutants/.
+# Results are kept per module (a rerun resumes; a changed module starts afresh). Then
+# `python scripts/mutation_report.py` writes results/mutation.md; to see one mutant:
+# `cd .mutation/worldmodel.dfa && mutmut show NAME`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -c "import mutmut" 2>/dev/null || { echo "worldmodel: error: mutmut is not installed (pip install -e '.[mutation]')" >&2; exit 2; }
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-exec nice -n "${NICE:-10}" mutmut run --max-children "${JOBS:-1}" "$@"
+exec nice -n "${NICE:-10}" python scripts/mutation.py run "$@"

@@ -159,3 +159,59 @@ def test_decode_moves():
     assert wthor.decode_moves(bytes([56, 59, 11])) == ([37], "bad move byte")
     assert wthor.decode_moves(bytes([56, 19, 11])) == ([37], "bad move byte")
     assert wthor.decode_moves(b"") == ([], None)
+
+
+def test_summary_lists_failures_and_filters_by_reason():
+    report = wthor.LoadReport(files=2, records=9, kept=4)
+    report.failed.update({"illegal move": 2, "bad move byte": 1})
+    report.filtered.update({"tournament": 1, "incomplete": 1})
+    assert report.summary() == ("9 records in 2 files, 4 games kept; failed: bad move byte 1, illegal move 2; "
+                                "filtered out: incomplete 1, tournament 1")
+    report.failed.clear()
+    assert report.summary() == "9 records in 2 files, 4 games kept; filtered out: incomplete 1, tournament 1"
+
+
+def test_header_bytes_are_the_documented_layout():
+    """16 bytes: century, year in century, month, day, N1 (uint32), N2 (uint16), year (uint16), board size 8,
+    solitaire flag 0, theoretical-score depth 24, reserved 0."""
+    assert wthor.encode_header(3, 0, 1990, (2024, 1, 2)) == bytes(
+        [20, 24, 1, 2, 3, 0, 0, 0, 0, 0, 0xC6, 0x07, 8, 0, 24, 0])
+    assert wthor.encode_header() == bytes([20, 24, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 24, 0])
+    for created in [(1901, 2, 3), (1977, 12, 31), (2100, 6, 7)]:
+        head = wthor.read_header("x", wthor.encode_header(70000, 40000, 2001, created))
+        assert head == wthor.Header(created, 70000, 40000, 2001, 8)    # unsigned counts beyond the signed ranges
+
+
+def test_record_bytes_default_to_zero_fields_and_indices_are_unsigned(tmp_path, games):
+    rec = wthor.encode_game(games[0][:3])
+    assert rec[:8] == bytes(8) and len(rec) == wthor.RECORD and rec[11:] == bytes(57)
+    big = wthor.encode_game(games[0], tournament=40000, black=65535, white=33000, black_discs=64, theoretical=64)
+    path = tmp_path / "WTH_2005.wtb"
+    path.write_bytes(wthor.encode_header(1, 0, 2005) + big)
+    head, (raw,) = wthor.read_wtb(path)
+    assert (raw.file, raw.record, raw.year) == (str(path), 0, 2005)
+    assert (raw.tournament, raw.black, raw.white, raw.black_discs, raw.theoretical) == (40000, 65535, 33000, 64, 64)
+    with pytest.raises(WorldModelError, match=r"WTHOR game file .*WTH_1800\.wtb does not exist"):
+        wthor.read_wtb(tmp_path / "WTH_1800.wtb")
+    with pytest.raises(WorldModelError, match=r"WTHOR game file .*WTH_1800\.wtb does not exist"):
+        wthor.read_wtb_array(tmp_path / "WTH_1800.wtb")
+
+
+def test_year_filter_on_file_names(tmp_path):
+    for name in ("WTH_1990.wtb", "WTH_2001.wtb", "WTH_2011.WTB", "extra.wtb", "WTH.JOU", "notes_2005.txt"):
+        (tmp_path / name).write_bytes(b"")
+    every = [p.name for p in wthor.wtb_files(tmp_path)]
+    assert every == ["WTH_1990.wtb", "WTH_2001.wtb", "WTH_2011.WTB", "extra.wtb"]
+    # a file without a year in its name is kept (its header's year is checked per game)
+    assert [p.name for p in wthor.wtb_files(tmp_path, (2000, 2010))] == ["WTH_2001.wtb", "extra.wtb"]
+    assert [p.name for p in wthor.wtb_files(tmp_path, (1990, 1990))] == ["WTH_1990.wtb", "extra.wtb"]
+
+
+def test_replay_record_returns_the_final_position_or_the_illegal_move(games):
+    squares = [G8.index(m) for m in games[0]]
+    pos, bad = wthor.replay_record(squares)
+    assert bad is None and pos == replay(squares, 8)[-1]
+    broken = list(squares)
+    broken[4] = broken[1]                                # an occupied square
+    assert wthor.replay_record(broken) == (None, 4)
+    assert wthor.replay_record([]) == (wthor.Position.start(8), None)

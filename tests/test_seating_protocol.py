@@ -188,3 +188,154 @@ def test_cli_writes_results_and_reuses_its_cache(tmp_path, capsys):
     assert main(["llm-eval", "seating", "--backend", "openai", "--out", str(out)]) == 2
     assert "needs --base-url" in capsys.readouterr().err
     assert main(["llm-eval", "seating", "--backend", "true", "--states", "0", "--out", str(out)]) == 2
+
+
+# ---------------------------------------------------------------------------
+# Exact behaviour of the pieces (fast; no model)
+# ---------------------------------------------------------------------------
+
+from worldmodel.results import MetricResult  # noqa: E402
+from worldmodel.worlds.seating import protocol  # noqa: E402
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("states", 0, "--states must be at least 1, got 0"),
+    ("samples", 0, "--samples must be at least 1, got 0"),
+    ("k", 0, "--k must be at least 1, got 0"),
+    ("max_statements", 0, "max_statements must be at least 1, got 0"),
+    ("metrics", ("capability", "recall"), "unknown metric 'recall' (known: capability, compression_precision, "
+                                           "distinction_recall)"),
+])
+def test_settings_refuse_bad_values_with_a_clear_message(field, value, message):
+    s = ProtocolSettings(**{field: value})
+    with pytest.raises(WorldModelError) as err:
+        s.check()
+    assert str(err.value) == message
+    with pytest.raises(WorldModelError):
+        evaluate(RandomResponder(0), s)
+
+
+def test_the_smallest_valid_settings_pass():
+    ProtocolSettings(states=1, samples=1, k=1, max_statements=1, metrics=("capability",)).check()
+    rep = evaluate(TrueResponder(), ProtocolSettings(states=1, samples=1, max_statements=1, seed=3))
+    assert sorted(rep.metrics) == sorted(METRICS)
+
+
+def test_expected_random_scores():
+    assert protocol.expected_random(ProtocolSettings(n=4, samples=3)) == {
+        "capability": 0.25, "compression_precision": 0.125, "distinction_recall": 0.25}
+
+
+def _report(metrics, unparseable, answers):
+    return protocol.SeatingReport(ProtocolSettings(states=7, metrics=tuple(metrics)), {"backend": "b", "model": "m"},
+                                  metrics, unparseable, answers)
+
+
+def test_summary_and_markdown_table_are_exact():
+    cap = MetricResult("capability", 0.5, 0.125, 8, 2, 8, {"unparseable answer": 2})
+    comp = MetricResult("compression_precision", 1.0, 0.0, 0, 7, 0, {"x": 7})
+    rep = _report({"capability": cap, "compression_precision": comp},
+                  {"capability": 2, "compression_precision": 0}, {"capability": 10, "compression_precision": 0})
+    out = rep.summary()
+    assert out["backend"] == {"backend": "b", "model": "m"}
+    assert out["settings"]["states"] == 7 and out["settings"]["metrics"] == ["capability", "compression_precision"]
+    assert out["metrics"]["capability"] == {"mean": 0.5, "stderr": 0.125, "n": 8, "n_failed": 2, "n_groups": 8,
+                                            "failures": {"unparseable answer": 2}, "n_unparseable": 2,
+                                            "n_answers": 10}
+    assert out["metrics"]["compression_precision"]["n_unparseable"] == 0
+    assert out["metrics"]["compression_precision"]["n_answers"] == 0
+    json.dumps(out)
+    table = protocol.markdown_row_table({"a:b": rep})
+    assert table.splitlines() == [
+        "| Model | Capability | unparseable | Compr. P | unparseable | Dist. R | unparseable |",
+        "|---|---|---|---|---|---|---|",
+        "| a:b | 0.50 (0.12), n=8 | 2/10 | n/a, n=0 | 0/0 | — | — |",
+    ]
+
+
+def test_scoring_a_capability_answer():
+    t = {"truth": 2}
+    assert protocol._score_capability(t, ["thinking... ANSWER: 2"], 3) == 0
+    assert t["answer"] == 2 and t["score"] == 1.0
+    t = {"truth": 2}
+    assert protocol._score_capability(t, ["ANSWER: 3"], 3) == 0 and t["score"] == 0.0
+    t = {"truth": 2, "status": "ok"}
+    long = "x" * 400 + " ANSWER: 9"
+    assert protocol._score_capability(t, [long], 3) == 1
+    assert t["status"] == "skipped" and t["reason"] == "unparseable answer" and t["raw"] == long[-300:]
+    assert t["answer"] is None and "score" not in t
+
+
+def test_scoring_validity_answers():
+    yes, no, bad = "ANSWER: yes", "ANSWER: no", "maybe"
+    t = {"status": "ok"}
+    assert protocol._score_compression(t, [yes, yes, no, no, bad, yes]) == 1
+    assert t["score"] == 1.0 and t["n_scored"] == 2 and t["answers"] == [[True, True], [False, False], [None, True]]
+    assert t["raw_unparseable"] == ["maybe"]
+    t = {"status": "ok"}
+    assert protocol._score_compression(t, [yes, no, yes, yes]) == 0
+    assert t["score"] == 0.0 and "raw_unparseable" not in t
+    t = {"status": "ok"}
+    assert protocol._score_compression(t, [bad, yes, no, bad]) == 2
+    assert t["status"] == "skipped" and t["reason"] == "all answers unparseable" and "score" not in t
+    # recall: yes after the first prefix and no after the second
+    t = {"status": "ok"}
+    assert protocol._score_distinction(t, [yes, no, yes, yes, no, no, no, yes, bad, no]) == 1
+    assert t["score"] == 0.25 and t["n_scored"] == 4
+    t = {"status": "ok"}
+    assert protocol._score_distinction(t, [bad, bad]) == 2
+    assert t["status"] == "skipped" and t["reason"] == "all answers unparseable"
+    assert t["raw_unparseable"] == ["maybe", "maybe"]
+    t = {}
+    raw = ["y" * 500 + "?"] * 6
+    protocol._score_pairs(t, raw)
+    assert t["raw_unparseable"] == [raw[0][-300:]] * 4           # at most four, each its last 300 characters
+
+
+def test_skipped_trial_record():
+    assert protocol._skipped(4, "why") == {"trial": 4, "status": "skipped", "key": "4", "pair": "4", "reason": "why"}
+
+
+def test_only_the_chosen_metrics_are_planned_and_asked():
+    class Recording(TrueResponder):
+        def __init__(self):
+            super().__init__()
+            self.prompts = []
+
+        def ask(self, prompts):
+            self.prompts += list(prompts)
+            return super().ask(prompts)
+
+    b = Recording()
+    rep = evaluate(b, ProtocolSettings(states=6, seed=4, metrics=("capability",)))
+    assert list(rep.trials) == ["capability"] and list(rep.metrics) == ["capability"]
+    assert rep.answers == {"capability": 6} and rep.unparseable == {"capability": 0}
+    assert len(b.prompts) == 6 and all("where is" in p for p in b.prompts)
+    assert rep.metrics["capability"].mean == 1.0 and rep.metrics["capability"].n == 6
+
+
+def test_planned_trials_are_exact_records():
+    w = SeatingWorld(3)
+    s = ProtocolSettings(states=3, seed=9)
+    for i in range(3):
+        cap = protocol.plan_capability(w, s, i)
+        assert cap["status"] == "ok" and (cap["trial"], cap["key"], cap["pair"]) == (i, str(i), str(i))
+        seating = next(iter(run(w, cap["statements"])))
+        assert cap["state"] == "".join(seating) and cap["truth"] == w.seat_of(seating, cap["person"])
+        assert cap["person"] in w.people and len(cap["prompts"]) == 1
+        assert protocol.plan_capability(w, s, i) == cap                      # a function of (seed, trial)
+        comp = protocol.plan_compression(w, s, i)
+        q = run(w, comp["prefix1"])
+        assert comp["state"] == w.state_key(q) and (comp["trial"], comp["key"], comp["pair"]) == (i, str(i), str(i))
+        assert comp["truth"] == [is_valid(w, c, q) for c in comp["continuations"]]
+        assert all(len(c) == s.k for c in comp["continuations"]) and len(comp["prompts"]) == 2 * s.samples
+        dist = protocol.plan_distinction(w, s, i)
+        q1, q2 = run(w, dist["prefix1"]), run(w, dist["prefix2"])
+        assert dist["state"] == f"{w.state_key(q1)}|{w.state_key(q2)}"
+        if dist["status"] == "ok":
+            b = exact_boundary(w, q1, q2, s.k)
+            assert dist["boundary_size"] == len(b) and len(dist["suffixes"]) == min(5, len(b))
+            assert len({tuple(x) for x in dist["suffixes"]}) == len(dist["suffixes"])    # without replacement
+            assert len(dist["prompts"]) == 2 * len(dist["suffixes"])
+        else:
+            assert dist["reason"] == "empty true boundary (k=1)" and not exact_boundary(w, q1, q2, s.k)
