@@ -169,3 +169,97 @@ def test_replay_batch_flags_the_first_illegal_move():
     assert over.tolist() == [True, False, False]
     final = replay(games[0], 8)[-1]
     assert (int(black[0]), int(white[0])) == (final.black, final.white)
+
+
+# ---------------------------------------------------------------------------
+# Errors, chunking and the small helpers, exactly
+# ---------------------------------------------------------------------------
+
+from worldmodel.worlds.othello import engine  # noqa: E402
+
+
+def test_geometry_and_names_refuse_bad_input_in_one_line():
+    for bad in ("8", 8.0, None, 30, 3):
+        with pytest.raises(WorldModelError, match=r"^Othello board size must be an even number from 4 to 26, got "):
+            Geometry(bad)
+    Geometry(4), Geometry(26)
+    with pytest.raises(WorldModelError, match=r"^square index 64 is off the 8x8 board$"):
+        G8.name(64)
+    with pytest.raises(WorldModelError, match=r"^square index -1 is off the 8x8 board$"):
+        G8.name(-1)
+    with pytest.raises(WorldModelError, match=r"^'i1' is not a square of the 8x8 Othello board$"):
+        G8.index("i1")
+    assert Geometry(26).name(26 * 26 - 1) == "z26" and Geometry(4).index("d4") == 15
+
+
+def test_geometry_masks():
+    g = Geometry(4)
+    assert g.squares == 16 and g.full == 0xFFFF
+    assert g.column_mask(0) == 0b0001_0001_0001_0001 and g.column_mask(3) == 0b1000_1000_1000_1000
+    assert g.centre() == (1 << 5) | (1 << 6) | (1 << 9) | (1 << 10)
+    assert g.start() == ((1 << 9) | (1 << 6), (1 << 5) | (1 << 10))
+    assert [d for d, _ in G8.directions] == [1, -1, 8, -8, 9, 7, -7, -9]
+    assert list(engine.bits(0b1010_0110)) == [1, 2, 5, 7] and list(engine.bits(0)) == []
+
+
+def test_replay_names_the_illegal_move():
+    with pytest.raises(WorldModelError, match=r"^move 2 \(a1\) is illegal$"):
+        replay([sq("f5"), sq("a1")], 8)
+    with pytest.raises(WorldModelError, match=r"^move 1 \(99\) is illegal$"):
+        replay([99], 8)
+    with pytest.raises(WorldModelError, match=r"^move 1 \(-3\) is illegal$"):
+        replay([-3], 8)
+    assert len(replay([], 6)) == 1 and Position.start(8).play(64) is None and Position.start(8).play(-1) is None
+
+
+def test_random_games_arguments():
+    with pytest.raises(WorldModelError, match=r"^the batched random-game generator handles boards up to 8x8, not 10x10$"):
+        random_games(1, 10)
+    with pytest.raises(WorldModelError, match=r"^number of games must be >= 0, got -1$"):
+        random_games(-1, 6)
+    with pytest.raises(WorldModelError, match="even"):
+        random_games(1, 7)
+    assert random_games(0, 6) == []
+    assert random_games(5, 6, seed=2, progress=True) == random_games(5, 6, seed=2)
+    with pytest.raises(WorldModelError, match=r"^the batched engine handles boards up to 8x8, not 10x10$"):
+        replay_batch(np.full((1, 4), -1), 10)
+
+
+def test_random_games_read_their_uniforms_chunk_by_chunk(monkeypatch):
+    monkeypatch.setattr(engine, "CHUNK", 8)
+    games = random_games(20, 6, seed=5)
+    assert len(games) == 20
+    for i, g in enumerate(games):
+        c, r = divmod(i, 8)
+        rows = min(8, 20 - c * 8)
+        assert g == random_game_scalar(game_uniforms(5, c, rows, 32)[r], 6)
+    assert game_uniforms(5, 1, 3, 32).shape == (3, 32)
+    assert np.array_equal(game_uniforms(5, 1, 3, 32), np.random.default_rng([5, 1]).random((3, 32)))
+
+
+def test_random_games_array_pads_with_minus_one():
+    u = game_uniforms(1, 0, 4, 40)                  # more columns than a 6x6 game can use
+    arr = engine.random_games_array(6, u)
+    assert arr.dtype == np.int16 and arr.shape == (4, 40)
+    for row, uu in zip(arr, u):
+        g = random_game_scalar(uu, 6)
+        assert row[:len(g)].tolist() == g and (row[len(g):] == -1).all()
+    # a uniform of exactly 1 - tiny still picks the last legal move, never past it
+    top = np.full((2, 32), np.nextafter(1.0, 0.0))
+    assert [list(r[r >= 0]) for r in engine.random_games_array(6, top)] == [random_game_scalar(top[0], 6)] * 2
+
+
+def test_replay_batch_counts_moves_after_the_end_and_off_board_squares_as_illegal():
+    g = random_games(1, 6, seed=0)[0]
+    arr = np.full((3, 40), -1)
+    arr[0, :len(g)] = g
+    arr[0, len(g)] = g[0]                              # a move after the game is over
+    arr[1, :2] = [g[0], 36]                            # square 36 is off the 6x6 board
+    arr[2, :3] = g[:3]
+    bad, over, black, white = replay_batch(arr, 6)
+    assert bad.tolist() == [len(g), 1, -1]
+    assert over.tolist() == [True, False, False]
+    after3 = replay(g[:3], 6)[-1]
+    assert (int(black[2]), int(white[2])) == (after3.black, after3.white)
+    after1 = replay(g[:1], 6)[-1]
+    assert (int(black[1]), int(white[1])) == (after1.black, after1.white)   # the position before the bad move
