@@ -45,7 +45,7 @@ DIST = [(("a",), ("a", "c")), (("b",), ("a", "c")), (("a", "c"), ("b",))]
 
 
 def settings(**kw):
-    base = dict(M=30, k=5, trials=300, max_sample_len=1, seed=0, batch_trials=7)
+    base = dict(M=30, k=5, trials=60, max_sample_len=1, seed=0, batch_trials=7)
     base.update(kw)
     return Settings(**base)
 
@@ -54,7 +54,7 @@ def test_split_state_model_compression_by_hand():
     # state 1: pair (a, b) fails (after 'b' the model forbids 'a'), pair (b, a) passes: 0.5
     # state 0: (), (a c) reach the same model state: 1.0. Mean over states: 0.75.
     res = compression(WORLD, TrueWorldModel(SPLIT), FixedPairs(WORLD, COMP, DIST), settings(), progress=False)
-    assert res.n_groups == 2 and res.n == 300
+    assert res.n_groups == 2 and res.n == 60
     assert res.mean == pytest.approx(0.75)
 
 
@@ -82,7 +82,7 @@ def test_true_world_model_scores_one_on_random_dfas(seed):
     world = random_dfa(10, 3, seed)
     model = TrueWorldModel(world)
     sampler = ExplicitDFASampler(world, 1, 8)
-    s = Settings(M=20, k=4, trials=40, max_sample_len=6, seed=seed)
+    s = Settings(M=10, k=4, trials=12, max_sample_len=6, seed=seed)
     assert compression(world, model, sampler, s, progress=False).mean == 1.0
     d = distinction(world, model, sampler, s, progress=False)
     assert d["distinction_precision"].mean == 1.0
@@ -176,3 +176,196 @@ def test_aggregate_averages_pairs_then_groups():
     assert r.mean == pytest.approx(0.375)
     assert r.stderr == pytest.approx(np.std([0.75, 0.0], ddof=1) / np.sqrt(2))
     assert (r.n, r.n_failed, r.n_groups) == (4, 1, 2)
+
+
+# ---------------------------------------------------------------------------
+# Exact behaviour of the pieces: settings, records, options, edge cases
+# ---------------------------------------------------------------------------
+
+from worldmodel.acceptance import Epsilon, TopK  # noqa: E402
+from worldmodel.errors import WorldModelError  # noqa: E402
+from worldmodel.metrics import _context_room, _pair_fields  # noqa: E402
+from worldmodel.sampling import PrefixPair  # noqa: E402
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(next_token_positions="some"), "next_token_positions must be 'world' or 'all', not 'some'"),
+    (dict(next_token_pooling="pairs"), "next_token_pooling must be 'tokens' or 'sequences', not 'pairs'"),
+    (dict(keep_top=1), "evaluate setting keep_top must be true or false, got 1"),
+    (dict(M=0), "evaluate setting M must be a whole number >= 1, got 0"),
+    (dict(k=True), "evaluate setting k must be a whole number >= 1, got True"),
+    (dict(trials=2.0), "evaluate setting trials must be a whole number >= 1, got 2.0"),
+    (dict(max_sample_len=0), "evaluate setting max_sample_len must be a whole number >= 1, got 0"),
+    (dict(batch_trials=0), "evaluate setting batch_trials must be a whole number >= 1, got 0"),
+    (dict(probe_sequences=0), "evaluate setting probe_sequences must be a whole number >= 1, got 0"),
+    (dict(probe_epochs=0), "evaluate setting probe_epochs must be a whole number >= 1, got 0"),
+    (dict(probe_batch=0), "evaluate setting probe_batch must be a whole number >= 1, got 0"),
+    (dict(seed=-1), "evaluate setting seed must be a whole number >= 0, got -1"),
+    (dict(boundary_len=0), "evaluate setting boundary_len must be a whole number >= 1, got 0"),
+    (dict(max_boundary=0), "evaluate setting max_boundary must be a whole number >= 1, got 0"),
+    (dict(probe_lr=0), "evaluate setting probe_lr must be a positive number, got 0"),
+    (dict(probe_lr="0.1"), "evaluate setting probe_lr must be a positive number, got '0.1'"),
+    (dict(boundary="guess"), "evaluate setting boundary must be 'exact' or 'sampled', got 'guess'"),
+])
+def test_settings_refuse_bad_values_with_one_clear_message(kw, message):
+    with pytest.raises(WorldModelError) as err:
+        Settings(**kw)
+    assert str(err.value) == message
+
+
+def test_settings_accept_the_smallest_values_and_parse_rules():
+    s = Settings(M=1, k=1, trials=1, max_sample_len=1, batch_trials=1, probe_sequences=1, probe_epochs=1,
+                 probe_batch=1, seed=0, boundary_len=1, max_boundary=1, probe_lr=1, boundary="sampled",
+                 keep_top=False, next_token_positions="all", next_token_pooling="sequences", acceptance="top-k:3")
+    assert s.acceptance == TopK(3)
+    assert Settings(acceptance=0.05).acceptance == Epsilon(0.05)
+    assert Settings().acceptance == Epsilon(0.01)
+    d = s.to_dict()
+    assert d["acceptance"] == "top-k:3" and d["M"] == 1 and d["keep_top"] is False and d["boundary"] == "sampled"
+    assert Settings.from_dict(d) == s
+    assert Settings.from_dict({"epsilon": 0.2, "M": 4}) == Settings(acceptance=Epsilon(0.2), M=4)
+    assert Settings.from_dict({"acceptance": "top-p:0.5"}).acceptance.spec() == "top-p:0.5"
+    with pytest.raises(WorldModelError, match=r"^unknown evaluate setting\(s\): bogus, zzz$"):
+        Settings.from_dict({"zzz": 1, "bogus": 2, "M": 3})
+    json.dumps(Settings().to_dict())
+
+
+def test_context_room():
+    class Capped:
+        max_positions = 10
+
+    class CappedNoBos(Capped):
+        context_tokens = 1
+
+    assert _context_room(TrueWorldModel(WORLD), 50, 7) == 7            # no context limit
+    assert _context_room(Capped(), 3, 100) == 6                         # 10 - 3 - BOS
+    assert _context_room(Capped(), 3, 4) == 4
+    assert _context_room(CappedNoBos(), 3, 100) == 7                    # no BOS position
+    assert _context_room(Capped(), 12, 5) == 0
+
+
+def test_pair_fields():
+    pair = PrefixPair("1", ("a",), ("b", "c"), 1, 0)
+    assert _pair_fields(pair, WORLD) == {"key": "1", "pair": "a || b c", "prefix1": ["a"], "prefix2": ["b", "c"],
+                                          "state1": "1", "state2": "0"}
+
+
+def test_compression_records_and_sampler_errors(tmp_path):
+    log = TrialLog(tmp_path / "c.jsonl", {"x": 1})
+    res = compression(WORLD, TrueWorldModel(SPLIT), FixedPairs(WORLD, COMP, DIST), settings(trials=12, M=8), log,
+                      progress=False)
+    trials = [json.loads(l) for l in (tmp_path / "c.jsonl").read_text().splitlines()[1:]]
+    assert sorted(t["trial"] for t in trials) == list(range(12)) and res.n == 12
+    for t in trials:
+        assert t["status"] == "ok" and t["n_samples"] == 8 and t["kept_top"] == 0 and t["state1"] == t["state2"]
+        assert t["score"] == (0.0 if t["pair"] == "a || b" else 1.0)
+        assert ("example" in t) == (t["score"] == 0.0)
+        if t["score"] == 0.0:
+            assert t["example"] == ["a"]                 # allowed after 'a', refused after 'b'
+
+    class Different(FixedPairs):
+        def compression_pair(self, rng):
+            return self.make_pair("x", ("a",), ("a", "c"))
+
+    with pytest.raises(WorldModelError, match="^sampler returned a compression pair with two different states$"):
+        compression(WORLD, TrueWorldModel(WORLD), Different(WORLD, COMP, DIST), settings(trials=2), progress=False)
+
+    class Same(FixedPairs):
+        def compression_pair(self, rng):
+            return self.make_pair("1", ("a",), ("a",))
+
+    res = compression(WORLD, TrueWorldModel(WORLD), Same(WORLD, COMP, DIST), settings(trials=3), progress=False)
+    assert res.n == 0 and res.n_failed == 3 and res.failures == {"sampler returned the same prefix twice": 3}
+
+
+def test_distinction_records_and_sampler_errors(tmp_path):
+    log = TrialLog(tmp_path / "d.jsonl", {"x": 1})
+    distinction(WORLD, TrueWorldModel(SPLIT), FixedPairs(WORLD, COMP, DIST), settings(trials=9, M=8), log,
+                progress=False)
+    trials = [json.loads(l) for l in (tmp_path / "d.jsonl").read_text().splitlines()[1:]]
+    by_pair = {t["pair"]: t for t in trials}
+    t = by_pair["a c || b"]                 # states 0 | 1: the model's boundary {a, b}, only b real
+    assert t["scores"] == {"distinction_precision": 0.5, "distinction_recall": 1.0}
+    assert (t["model_boundary_size"], t["true_boundary_size"], t["true_boundary_scored"], t["kept_top"]) == (2, 1, 1, 0)
+    t = by_pair["a || a c"]
+    assert t["scores"] == {"distinction_precision": 1.0, "distinction_recall": 1.0}
+    assert (t["model_boundary_size"], t["true_boundary_size"]) == (1, 1)
+
+    class OneState(FixedPairs):
+        def distinction_pair(self, rng):
+            return self.make_pair("1", ("a",), ("b",))
+
+    with pytest.raises(WorldModelError, match="^sampler returned a distinction pair reaching one state$"):
+        distinction(WORLD, TrueWorldModel(WORLD), OneState(WORLD, COMP, DIST), settings(trials=2), progress=False)
+
+
+def test_distinction_with_a_sampled_and_a_capped_true_boundary(tmp_path):
+    # a world with a wide boundary: from state 0 every token is valid, from state 1 none but 'a'
+    tokens = ["a", "b", "c", "d", "e"]
+    wide = ExplicitDFA([[1, 0, 0, 0, 0], [1, -1, -1, -1, -1]], tokens)
+    pairs = [((), ("a",))]
+    sampler = FixedPairs(wide, pairs, pairs)
+    exact = distinction(wide, TrueWorldModel(wide), sampler, Settings(M=40, k=2, trials=3, max_sample_len=2),
+                        progress=False)
+    assert exact["distinction_recall"].mean == 1.0
+    log = TrialLog(tmp_path / "s.jsonl", {})
+    sampled = distinction(wide, TrueWorldModel(wide), sampler,
+                          Settings(M=40, k=2, trials=3, max_sample_len=2, boundary="sampled", max_boundary=2), log,
+                          progress=False)
+    assert sampled["distinction_recall"].mean == 1.0 and sampled["distinction_precision"].mean == 1.0
+    for t in log.trials():
+        assert t["true_boundary_size"] == 4 and t["true_boundary_scored"] == 2      # b, c, d, e; two scored
+    # the merged model (everything allowed everywhere) draws none of them: recall 0 on the sampled boundary too
+    merged = ExplicitDFA([[0] * 5], tokens)
+    r = distinction(wide, TrueWorldModel(merged), sampler,
+                    Settings(M=40, k=2, trials=3, max_sample_len=2, boundary="sampled", boundary_len=1),
+                    progress=False)
+    assert r["distinction_recall"].mean == 0.0 and r["distinction_precision"].mean == 1.0
+
+
+def test_next_token_options_and_errors():
+    class Ending(ExplicitDFA):
+        def next_token_positions(self, sequence):
+            return range(1, len(sequence))           # the first token is given context
+
+    world = Ending([[1, 1, -1], [1, -1, 0]], TOKENS)
+    seqs = [("a", "c", "b", "a"), ("b", "a", "a")]
+    true = TrueWorldModel(world)
+    assert next_token(world, true, seqs, Settings(trials=5), progress=False).mean == 1.0
+
+    class Wrong(TrueWorldModel):
+        """Always puts its mass on 'b' (valid only from state 0)."""
+
+        def next_token_probs(self, prefixes):
+            p = np.zeros((len(prefixes), 3))
+            p[:, 1] = 1.0
+            return p
+
+    wrong = Wrong(world)
+    # states along ("a","c","b","a"): 0 1 0 1; along ("b","a","a"): 0 1 1. 'b' is right at state 0 only.
+    res = next_token(world, wrong, seqs, Settings(), progress=False)            # positions 1.. : tokens pooled
+    assert res.mean == pytest.approx(1 / 5) and res.n == 2
+    per_seq = next_token(world, wrong, seqs, Settings(next_token_pooling="sequences"), progress=False)
+    assert per_seq.mean == pytest.approx((1 / 3 + 0 / 2) / 2)
+    every = next_token(world, wrong, seqs, Settings(next_token_positions="all"), progress=False)
+    assert every.mean == pytest.approx(3 / 7)
+    first_only = next_token(world, wrong, seqs, Settings(trials=1, next_token_positions="all"), progress=False)
+    assert first_only.mean == 0.5 and first_only.n == 1
+
+    class NoBos(Wrong):
+        context_tokens = 1
+
+    assert next_token(world, NoBos(world), seqs, Settings(next_token_positions="all"), progress=False).mean == \
+        pytest.approx(1 / 5)
+
+    class Silent(TrueWorldModel):
+        def next_token_probs(self, prefixes):
+            return np.zeros((len(prefixes), 3))
+
+    assert next_token(world, Silent(world), seqs, Settings(), progress=False).mean == 0.0
+    with pytest.raises(WorldModelError, match="^next-token test: no held-out sequences$"):
+        next_token(world, true, [], Settings(), progress=False)
+    with pytest.raises(WorldModelError, match="^held-out sequence 1 is not valid in the dfa world$"):
+        next_token(world, true, [("a",), ("c", "a")], Settings(next_token_positions="all"), progress=False)
+    single = next_token(world, true, [("a",), ("a", "a")], Settings(), progress=False)
+    assert single.n == 1 and single.n_failed == 1 and single.failures == {"no scored position": 1}

@@ -215,3 +215,21 @@ def test_replay_record_returns_the_final_position_or_the_illegal_move(games):
     broken[4] = broken[1]                                # an occupied square
     assert wthor.replay_record(broken) == (None, 4)
     assert wthor.replay_record([]) == (wthor.Position.start(8), None)
+
+
+def test_a_record_holds_at_most_sixty_moves():
+    sixty = [G8.name(i) for i in range(60)]
+    assert wthor.encode_game(sixty)[8:] == bytes(10 * (i // 8 + 1) + i % 8 + 1 for i in range(60))
+    with pytest.raises(WorldModelError, match=r"^a WTHOR record holds at most 60 moves, got 61$"):
+        wthor.encode_game(sixty + ["h8"])
+
+
+def test_written_name_files_are_nul_padded_latin1_with_a_names_header(tmp_path):
+    folder = tmp_path / "new" / "deeper"                  # made with its parents
+    wthor.write_database(folder, {}, players=["Zoë", "B" * 25], tournaments=["Open"])
+    jou = (folder / "WTH.JOU").read_bytes()
+    assert jou == wthor.encode_header(0, 2) + "Zoë".encode("latin-1") + b"\0" * 17 + b"B" * 20
+    assert jou[4:8] == bytes(4) and jou[8:10] == bytes([2, 0])         # N1 = 0 games, N2 = 2 names
+    assert (folder / "WTH.TRN").read_bytes() == wthor.encode_header(0, 1) + b"Open" + b"\0" * 22
+    assert wthor.read_names(folder / "WTH.JOU", wthor.PLAYER_BYTES) == ["Zoë", "B" * 20]
+    assert not list(folder.glob("*.wtb"))
