@@ -369,3 +369,85 @@ def test_next_token_options_and_errors():
         next_token(world, true, [("a",), ("c", "a")], Settings(next_token_positions="all"), progress=False)
     single = next_token(world, true, [("a",), ("a", "a")], Settings(), progress=False)
     assert single.n == 1 and single.n_failed == 1 and single.failures == {"no scored position": 1}
+
+
+def test_runner_batches_resumes_and_runs_only_its_shard(tmp_path):
+    from worldmodel.metrics import _Runner
+
+    calls = []
+
+    def draw(i, rng):
+        if i == 4:
+            raise TrialSkipped("four")
+        return i * 10
+
+    def evaluate_batch(items):
+        calls.append([it[1] for it in items])
+        return [{**base, "status": "ok", "score": 1.0, "value": x} for base, x, _ in items]
+
+    log = TrialLog(None, {})
+    out = _Runner("m", Settings(batch_trials=3, seed=2), log, False).run(8, draw, evaluate_batch)
+    assert calls == [[0, 10, 20], [30, 50], [60, 70]]
+    assert [t["trial"] for t in out] == list(range(8))
+    assert out[4] == {"trial": 4, "seed": out[4]["seed"], "status": "skipped", "reason": "four"}
+    assert out[0]["seed"] != out[1]["seed"] and out[1]["value"] == 10
+    # resume: only trials not in the log are drawn again
+    calls.clear()
+    log2 = TrialLog(None, {})
+    for t in out[:5]:
+        log2.append(t)
+    again = _Runner("m", Settings(batch_trials=3, seed=2), log2, False).run(8, draw, evaluate_batch)
+    assert calls == [[50, 60, 70]] and again == out
+    # a shard runs every size-th batch of what is left, starting at its rank
+    calls.clear()
+    log3 = TrialLog(None, {})
+    log3.shard = (1, 2)
+    _Runner("m", Settings(batch_trials=2, seed=2), log3, False).run(8, draw, evaluate_batch)
+    assert calls == [[20, 30], [60, 70]]
+    # a batch where every trial is skipped does not call the model
+    calls.clear()
+    _Runner("m", Settings(batch_trials=1, seed=2), TrialLog(None, {}), False).run(5, draw, evaluate_batch)
+    assert calls == [[0], [10], [20], [30]]
+
+
+def test_probe_results_and_refusals():
+    world = random_dfa(6, 3, 1)
+
+    class OneHot(TrueWorldModel):
+        has_hidden_states = True
+
+        def hidden_states(self, sequences):
+            states = [[run(world, s[:j]) for j in range(len(s) + 1)] for s in sequences]
+            return [np.eye(world.n_states)[[q if isinstance(q, int) else 0 for q in row]] for row in states]
+
+    rng = np.random.default_rng(0)
+    seqs = [random_walk(world, 0, 10, rng) for _ in range(20)]
+    res = probe(world, OneHot(world), seqs, Settings(probe_epochs=60, probe_sequences=10), progress=False)
+    # 10 sequences: 2 held out (one fifth), each of its 10 positions scored
+    assert res.mean == 1.0 and res.n == 20 and res.n_groups == 2 and res.stderr == 0.0 and res.n_failed == 0
+    res = probe(world, OneHot(world), seqs, Settings(probe_epochs=60, probe_batch=7), progress=False)
+    assert res.mean == 1.0 and res.n == 40
+
+    class Noise(OneHot):
+        def hidden_states(self, sequences):
+            r = np.random.default_rng(1)
+            return [r.normal(size=(len(s) + 1, 4)) for s in sequences]
+
+    noisy = probe(world, Noise(world), seqs, Settings(probe_epochs=5), progress=False)
+    assert 0 < noisy.mean < 1 and noisy.stderr == pytest.approx(np.sqrt(noisy.mean * (1 - noisy.mean) / noisy.n))
+
+    none = probe(world, TrueWorldModel(world), seqs, Settings(), progress=False)
+    assert np.isnan(none.mean) and none.n == 0 and none.failures == {"true model has no hidden states": 1}
+    one = probe(world, OneHot(world), seqs[:1], Settings(), progress=False)
+    assert np.isnan(one.mean) and one.failures == {"too few sequences to split 80/20": 1}
+
+    class NoTargets(ExplicitDFA):
+        def probe_targets(self, state):
+            return None
+
+    blank = NoTargets(world.delta, world.tokens, name="blank")
+    nt = probe(blank, OneHot(world), seqs, Settings(), progress=False)
+    assert np.isnan(nt.mean) and nt.failures == {"the blank world defines no probe targets": 1}
+    # a sequence that leaves the world stops there: its later positions are not examples
+    bad = [s + ("zzz",) + s for s in seqs]
+    assert probe(world, OneHot(world), bad, Settings(probe_epochs=60), progress=False).n == 40
