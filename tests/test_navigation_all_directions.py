@@ -304,3 +304,20 @@ def test_names_defaults_and_refused_node_ids(world):
             NavigationWorld(m)
     s = NavigationSampler(world)
     assert (s.max_tokens, s.min_len, s.max_len, s.tries) == (100, 1, 97, 200) and s.world is world
+
+
+@pytest.mark.parametrize("repeats, found", [(0, True), (7, True), (8, False)])
+def test_the_second_prefix_is_drawn_up_to_eight_times(world, repeats, found):
+    """After the first prefix, ``repeats`` more draws repeat it; a different one comes next."""
+    sampler = NavigationSampler(world, max_tokens=20, min_len=1, max_len=1, tries=1)
+    sampler._state = lambda rng: ("r1c1", "r1c1")
+    first, other = ("r0c0", "r1c1", "NE"), ("r0c1", "r1c1", "N")
+    script = iter([first] * (1 + repeats) + [other] + [first] * 20)
+    sampler._prefix = lambda state, length, rng: next(script)
+    rng = np.random.default_rng(0)
+    if found:
+        pair = sampler.compression_pair(rng)
+        assert (pair.prefix1, pair.prefix2) == (first, other)
+    else:
+        with pytest.raises(TrialSkipped, match=r"\(last: only one prefix of length 1 reaches r1c1->r1c1\)$"):
+            sampler.compression_pair(rng)

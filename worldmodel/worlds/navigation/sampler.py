@@ -93,9 +93,10 @@ class NavigationSampler(StateSampler):
     def compression_pair(self, rng: np.random.Generator) -> PrefixPair:
         """Two different prefixes of one length to one state.
 
-        A (state, length) draw with a single prefix (e.g. a node with one incoming
-        street and ``l = 1``) is redrawn, so states are uniform among those that have
-        two prefixes; after ``tries`` redraws the trial is skipped.
+        The second prefix is drawn up to 8 times until it differs from the first. A
+        (state, length) draw with a single prefix (e.g. a node with one incoming street
+        and ``l = 1``) is redrawn, so states are uniform among those that have two
+        prefixes; after ``tries`` redraws the trial is skipped.
         """
         last = ""
         for _ in range(self.tries):
