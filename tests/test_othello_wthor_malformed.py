@@ -233,3 +233,75 @@ def test_written_name_files_are_nul_padded_latin1_with_a_names_header(tmp_path):
     assert (folder / "WTH.TRN").read_bytes() == wthor.encode_header(0, 1) + b"Open" + b"\0" * 22
     assert wthor.read_names(folder / "WTH.JOU", wthor.PLAYER_BYTES) == ["Zoë", "B" * 20]
     assert not list(folder.glob("*.wtb"))
+
+
+def test_load_games_folder_errors_and_progress(tmp_path, games, capsys, monkeypatch):
+    with pytest.raises(WorldModelError, match=r"^WTHOR data folder .*nowhere does not exist "
+                                              r"\(give a folder or set WORLDMODEL_OTHELLO_DATA\)$"):
+        wthor.load_games(tmp_path / "nowhere")
+    wthor.write_database(tmp_path, {1999: [wthor.encode_game(games[0])]}, players=PLAYERS, tournaments=TOURNAMENTS)
+    with pytest.raises(WorldModelError, match=r"^WTHOR data folder .* holds no \.wtb game files for years \(2000, 2001\)$"):
+        wthor.load_games(tmp_path, years=(2000, 2001))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(WorldModelError, match=r"^WTHOR data folder .*empty holds no \.wtb game files$"):
+        wthor.load_games(empty)
+    kept, report = wthor.load_games(str(tmp_path), progress=True)
+    assert "WTHOR files" in capsys.readouterr().err and len(kept) == 1
+    monkeypatch.setenv("WORLDMODEL_OTHELLO_DATA", str(tmp_path))
+    assert [g.moves for g in wthor.load_games()[0]] == [tuple(games[0])]       # the default folder
+
+
+def test_load_games_counts_every_record_and_keeps_exact_fields(tmp_path, games):
+    wthor.write_database(tmp_path, {1999: [wthor.encode_game(games[0], tournament=1, black=2, white=1, black_discs=33),
+                                           wthor.encode_game(games[1][:5])],
+                                    2000: []},
+                         players=PLAYERS, tournaments=TOURNAMENTS)
+    kept, report = wthor.load_games(tmp_path, complete_only=False)
+    assert (report.files, report.records, report.kept) == (2, 2, 2) and not report.filtered and not report.failed
+    g = kept[0]
+    assert (g.year, g.tournament, g.black, g.white, g.black_discs, g.complete, g.record) == (
+        1999, "Cup", "Carol", "Bob", 33, True, 0)
+    assert g.file == str(tmp_path / "WTH_1999.wtb") and g.moves == tuple(games[0])
+    assert (kept[1].record, kept[1].complete, kept[1].moves) == (1, False, tuple(games[1][:5]))
+
+
+def test_the_header_year_filters_games_of_files_without_a_year_in_the_name(tmp_path, games):
+    wthor.write_database(tmp_path, {}, players=PLAYERS, tournaments=TOURNAMENTS)
+    (tmp_path / "extra.wtb").write_bytes(wthor.encode_header(2, 0, 1985) + wthor.encode_game(games[0]) * 2)
+    kept, report = wthor.load_games(tmp_path, years=(1990, 2000))
+    assert kept == [] and report.filtered == {"year": 2} and report.records == 2
+    kept, report = wthor.load_games(tmp_path, years=(1985, 1985))
+    assert len(kept) == 2 and not report.filtered
+
+
+def test_each_failure_reason_keeps_its_first_example_and_strict_stops_there(tmp_path, games):
+    illegal = list(games[0])
+    illegal[6] = illegal[1]
+    after_end = bytearray(wthor.encode_game(games[1][:10]))
+    after_end[8 + 14] = 34                                      # move 15 after the end marker at move 11
+    records = [wthor.encode_game(games[2]), wthor.encode_game(illegal), wthor.encode_game(illegal),
+               bytes(after_end), wthor.encode_game(games[3], black=7)]
+    kept, report = load(tmp_path, records)
+    assert report.failed == {"illegal move": 2, "moves after end marker": 1, "unknown name index": 1}
+    assert report.examples["illegal move"].endswith(f"WTH_1999.wtb record 1: move 7 ({illegal[6]}) is illegal")
+    assert report.examples["moves after end marker"].endswith("record 3: move 15 follows a 0 end marker")
+    assert report.examples["unknown name index"].endswith("record 4: tournament 0, players 7/0 out of range")
+    assert [g.record for g in kept] == [0]
+    with pytest.raises(WorldModelError, match=r"WTH_1999\.wtb record 1: move 15 follows a 0 end marker$"):
+        load(tmp_path, [records[0], records[3], records[1]], strict=True)
+
+
+def test_filters_are_case_insensitive_substrings_and_count_by_filter(tmp_path, games):
+    records = [wthor.encode_game(games[0], tournament=0, black=0, white=1),
+               wthor.encode_game(games[1], tournament=1, black=1, white=2),
+               wthor.encode_game(games[2], tournament=1, black=2, white=0)]
+    wthor.write_database(tmp_path, {1999: records}, players=PLAYERS, tournaments=TOURNAMENTS)
+    kept, report = wthor.load_games(tmp_path, include_tournaments=["CUP", "nothing"])
+    assert [g.record for g in kept] == [1, 2] and report.filtered == {"tournament": 1}
+    kept, report = wthor.load_games(tmp_path, exclude_tournaments=["pe"])            # "Open"
+    assert [g.record for g in kept] == [1, 2] and report.filtered == {"tournament": 1}
+    kept, report = wthor.load_games(tmp_path, exclude_players=["CAROL"])              # black or white
+    assert [g.record for g in kept] == [0] and report.filtered == {"player": 2}
+    kept, report = wthor.load_games(tmp_path, exclude_players=["bo"], include_tournaments=["cup"])
+    assert [g.record for g in kept] == [2] and report.filtered == {"tournament": 1, "player": 1}
