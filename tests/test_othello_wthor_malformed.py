@@ -305,3 +305,22 @@ def test_filters_are_case_insensitive_substrings_and_count_by_filter(tmp_path, g
     assert [g.record for g in kept] == [0] and report.filtered == {"player": 2}
     kept, report = wthor.load_games(tmp_path, exclude_players=["bo"], include_tournaments=["cup"])
     assert [g.record for g in kept] == [2] and report.filtered == {"tournament": 1, "player": 1}
+
+
+def test_read_names_exactly(tmp_path):
+    path = tmp_path / "WTH.JOU"
+    path.write_bytes(wthor.encode_header(0, 3) + b"A" * 20 + b"Bob".ljust(20, b"\0") + b" Cy \0junk".ljust(20, b"\0"))
+    assert wthor.read_names(path, 20) == ["A" * 20, "Bob", "Cy"]      # a full-width name has no NUL
+    path.write_bytes(wthor.encode_header(0, 3) + b"A" * 20 + b"Bob".ljust(20, b"\0") + b"Cy")
+    with pytest.raises(WorldModelError, match=r"^WTHOR name file .*WTH\.JOU is truncated: header says 3 records of "
+                                              r"20 bytes but record 2 ends past the end of the file \(58 bytes\)$"):
+        wthor.read_names(path, 20)
+    path.write_bytes(wthor.encode_header(0, 1)[:10])
+    with pytest.raises(WorldModelError, match=r"^WTHOR file .*WTH\.JOU is truncated: 10 bytes, shorter than the "
+                                              r"16-byte header$"):
+        wthor.read_names(path, 20)
+    path.write_bytes(wthor.encode_header(0, 2))
+    with pytest.raises(WorldModelError, match=r"record 0 ends past the end of the file \(16 bytes\)$"):
+        wthor.read_names(path, 20)
+    with pytest.raises(WorldModelError, match=r"^WTHOR name file .*WTH\.TRN does not exist$"):
+        wthor.read_names(tmp_path / "WTH.TRN", 26)
