@@ -339,3 +339,32 @@ def test_planned_trials_are_exact_records():
             assert len(dist["prompts"]) == 2 * len(dist["suffixes"])
         else:
             assert dist["reason"] == "empty true boundary (k=1)" and not exact_boundary(w, q1, q2, s.k)
+
+
+def test_trials_that_cannot_be_drawn_are_skipped_with_their_reason_and_ask_nothing():
+    class Recording(TrueResponder):
+        asked = 0
+
+        def ask(self, prompts):
+            Recording.asked += len(prompts)
+            return super().ask(prompts)
+
+    # no prefix may have a statement: only the capability trials can be drawn
+    rep = evaluate(Recording(), ProtocolSettings(states=3, max_prefix=0, seed=1))
+    comp, dist = rep.metrics["compression_precision"], rep.metrics["distinction_recall"]
+    assert comp.n == 0 and comp.failures == {"no two different prefixes to one state in 50 draws": 3}
+    assert dist.n == 0 and dist.failures == {"no two different states in 50 draws": 3}
+    assert all(t == protocol._skipped(i, t["reason"]) for i, t in enumerate(rep.trials["compression_precision"]))
+    assert rep.answers["compression_precision"] == 0 and rep.answers["distinction_recall"] == 0
+    assert Recording.asked == 3 == rep.answers["capability"]
+
+
+def test_a_pair_with_an_empty_bounded_boundary_is_skipped_with_its_states():
+    w = SeatingWorld(3)
+    s = ProtocolSettings(states=40, seed=0)
+    skipped = [t for t in (protocol.plan_distinction(w, s, i) for i in range(40)) if t["status"] == "skipped"]
+    assert skipped
+    for t in skipped:
+        q1, q2 = run(w, t["prefix1"]), run(w, t["prefix2"])
+        assert t["reason"] == "empty true boundary (k=1)" and t["state"] == f"{w.state_key(q1)}|{w.state_key(q2)}"
+        assert q1 != q2 and exact_boundary(w, q1, q2, 1) == [] and "prompts" not in t
