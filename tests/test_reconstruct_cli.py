@@ -1,25 +1,21 @@
-"""The navigation subcommands `reconstruct` and `detours`, through argparse, on nav-grid-tiny."""
+"""`reconstruct` (navigation's) and the generic `detours` on a navigation task, through the real parser, on nav-grid-tiny."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
 from worldmodel.errors import WorldModelError
 
-from worldmodel.worlds.navigation import cli as nav_cli
+from worldmodel.cli import build_parser
 from worldmodel.worlds.navigation.navigator import decode_unchecked
 
 TASK = "nav-grid-tiny"
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="worldmodel")
-    sub = p.add_subparsers(dest="command", required=True)
-    nav_cli.register(sub)
-    return p
+    return build_parser()
 
 
 def run(*argv) -> int:
@@ -73,7 +69,7 @@ def test_reconstruct_strict_algorithm_on_the_same_sequences(tmp_path, data_dir):
     graph = json.loads((outs["strict"] / "graph.json").read_text())
     kept = {e["added_by"] for e in graph["edges"] if e["type"] == "new"}
     assert 0 < len(kept) <= strict["used"] - strict["valid_on_true_map"]
-    with pytest.raises(SystemExit):
+    with pytest.raises(WorldModelError, match="invalid choice"):
         run("reconstruct", TASK, "--model", "true", "--n-sequences", 4, "--algorithm", "fast", "--out", tmp_path / "x")
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from test_seating_backends import ChatServer, client  # the fault-injecting chat server of the seating tests
+from chatserver import ChatServer, client  # the shared fault-injecting chat server (tests/chatserver.py)
 from worldmodel.chat import CachedBackend, ResponseCache
 from worldmodel.worlds.textworld.house import load_house
 from worldmodel.worlds.textworld.llm import (PROBE_METRICS, ProbeSettings, RandomAgent, TrueAgent, agent_prompt,

@@ -405,3 +405,66 @@ class CachedBackend(Backend):
 
 # ---------------------------------------------------------------------------
 # A tiny chat model, for tests and for proving the local path end to end
+# ---------------------------------------------------------------------------
+
+TINY_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|> {{ message['content'] }} <|end|> {% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+)
+
+
+def make_word_chat_model(folder: str | Path, texts: Sequence[str], example: Callable | None = None, *,
+                         seed: int = 0, train_steps: int = 0, n_layer: int = 1, n_embd: int = 32,
+                         n_positions: int = 512, extra_words: Sequence[str] = (), desc: str = "") -> Path:
+    """Build and save a tiny word-level GPT-2 chat model that :class:`HFChatBackend` can load.
+
+    The vocabulary is every whitespace-separated word of ``texts`` plus ``extra_words``
+    (other words read as ``[UNK]``); the tokenizer carries a chat template. With
+    ``train_steps = 0`` the network is random. Otherwise ``example(rng)`` (``rng`` a
+    NumPy generator seeded by ``seed``) returns one ``(prompt, answer)`` pair, and the
+    model takes ``train_steps`` AdamW steps on batches of 8 such chats — a world passes
+    prompts with *random* well-formed answers, so the model learns the answer format,
+    not the world. Returns the folder.
+    """
+    import numpy as np
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    words = {w for s in texts for w in s.split()} | set(extra_words)
+    specials = ["[PAD]", "[UNK]", "<|end|>", "<|user|>", "<|assistant|>"]
+    vocab = {w: i for i, w in enumerate(specials + sorted(words - set(specials)))}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tk.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]", eos_token="<|end|>")
+    tok.chat_template = TINY_CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    cfg = GPT2Config(vocab_size=len(vocab), n_positions=n_positions, n_embd=n_embd, n_layer=n_layer, n_head=2,
+                     bos_token_id=vocab["<|end|>"], eos_token_id=vocab["<|end|>"], pad_token_id=vocab["[PAD]"])
+    lm = GPT2LMHeadModel(cfg)
+    if train_steps > 0:
+        if example is None:
+            raise WorldModelError("make_word_chat_model: train_steps > 0 needs an example(rng) function")
+        rng = np.random.default_rng(seed)
+        opt = torch.optim.AdamW(lm.parameters(), lr=3e-3)
+        lm.train()
+        for _ in tqdm(range(train_steps), desc=desc or "teaching the tiny chat model the answer format", leave=False):
+            chats = []
+            for _ in range(8):
+                prompt, answer = example(rng)
+                chat = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                               add_generation_prompt=True)
+                chats.append(chat + answer + " <|end|>")
+            enc = tok(chats, return_tensors="pt", padding=True, add_special_tokens=False)
+            labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
+            loss = lm(**enc, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    lm.eval()
+    lm.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

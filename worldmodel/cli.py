@@ -9,9 +9,15 @@
     worldmodel extract TASK (--checkpoint DIR | --model true|untrained) [--acceptance SPEC]
                        [--max-states N] [--max-queries N] [--out DIR]
     worldmodel import TASK SOURCE [--format paper-nav|li-othello|nanogpt|hf] [--tokenizer FILE] --out DIR
+    worldmodel detours TASK (--checkpoint DIR | --model true) [--kind random,adversarial]
+                       [--p 0,0.01,0.1,0.5,0.75] [--trials N] [--dataset NAME] [--seed S] --out FILE
 
-``TASK`` is a name in ``tasks/`` or a path to a TOML file. Worlds add their own
-commands (``reconstruct``, ``detours``, ``llm-eval``, ...) through the modules
+``TASK`` is a name in ``tasks/`` or a path to a TOML file. ``detours`` runs on any
+world whose domain gives a :class:`~worldmodel.detours.DetourPlan` (navigation:
+origin–destination pairs, success = the destination reached; TextWorld: the first
+command of held-out goal-directed episodes, success = the game won); ``--model true``
+is the world's own player. Worlds add their own commands (``reconstruct``,
+``othello-detours``, ``llm-eval``, ``textworld-agent``, ...) through the modules
 :mod:`worldmodel.registry` lists, each with a ``register(subparsers)`` function.
 This module only parses arguments, calls the library and prints.
 
@@ -127,6 +133,90 @@ def cmd_evaluate(args) -> int:
     if out is not None:
         print(f"wrote {out}")
     return 0
+
+
+def cmd_detours(args) -> int:
+    from .checkpoints import choose_dataset
+    from .detours import parse_kinds, parse_ps, report, run_kinds
+    from .evaluator import build_model
+    from .tasks import Domain, load_task
+
+    task = load_task(args.task)
+    domain = task.domain
+    kinds = parse_kinds(args.kind)
+    ps = parse_ps(args.p)
+    if args.trials < 1:
+        raise WorldModelError(f"--trials must be at least 1, got {args.trials}")
+    if bool(args.checkpoint) == bool(args.model):
+        raise WorldModelError("give exactly one of --checkpoint DIR or --model true")
+    dataset = choose_dataset(domain.datasets(), args.dataset, args.checkpoint)
+    plan = domain.detour_plan(dataset, args.trials, seed=args.seed, data_dir=args.data_dir)
+    if plan is None:
+        worlds = ", ".join(w.name for w in registry.WORLDS
+                           if registry.domain_class(w.name).detour_plan is not Domain.detour_plan)
+        raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task, which has no detour test; "
+                              f"detours need a navigation task or another world with one ({worlds}); "
+                              "Othello has `worldmodel othello-detours`")
+    model = build_model(task, args.checkpoint, seed=args.seed, device=args.device) if args.checkpoint \
+        else plan.reference
+    results, trials = run_kinds(model, domain.world, plan.starts, kinds, ps, allowed=plan.allowed, goal=plan.goal,
+                                max_len=plan.max_len, seed=args.seed, progress=not args.no_progress)
+    meta = {"task": task.name, "dataset": dataset, "model": args.checkpoint or "true", "n_starts": len(plan.starts),
+            "max_len": plan.max_len, "seed": args.seed, "starts": plan.starts_from, "success": plan.success}
+    report(Path(args.out), results, trials, meta, f"{task.name}: {meta['model']} from {plan.starts_from}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Chat backends for the commands that ask a language model (seating, TextWorld)
+# ---------------------------------------------------------------------------
+
+CHAT_BACKENDS = ("openai", "hf", "true", "random")
+
+
+def add_chat_arguments(p: argparse.ArgumentParser, true_help: str = "answers from the world (the ceiling)") -> None:
+    """The options every LLM command shares: which backend, its endpoint or folder, retries, cache."""
+    p.add_argument("--backend", required=True, choices=CHAT_BACKENDS,
+                   help=f"openai: an OpenAI-compatible endpoint; hf: a local transformers chat model; true: {true_help}; "
+                        "random: answers at random, seeded per prompt (the floor)")
+    p.add_argument("--base-url", help="OpenAI-compatible API root, e.g. https://api.openai.com/v1")
+    p.add_argument("--model", help="model name at the endpoint (openai backend)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the API key (default OPENAI_API_KEY; unset = no key)")
+    p.add_argument("--model-path", help="folder of a local transformers chat model (hf backend)")
+    p.add_argument("--cache", help="response cache file (default OUT/cache.jsonl)")
+    p.add_argument("--max-tokens", type=int, default=1000,
+                   help="response length limit (default 1000; 0 = send no limit, for endpoints that reject max_tokens)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default 120)")
+    p.add_argument("--retries", type=int, default=6, help="retries per request on 429/5xx/timeouts (default 6)")
+    p.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each time")
+    p.add_argument("--concurrency", type=int, default=4, help="HTTP requests in flight (default 4)")
+    p.add_argument("--batch-size", type=int, default=8, help="prompts per generate call (hf backend)")
+    p.add_argument("--device", default="cpu", help="device for the hf backend")
+
+
+def chat_backend(args, true, random):
+    """The backend the parsed :func:`add_chat_arguments` options name (not yet cached).
+
+    ``true`` and ``random`` are callables making the world's own responders (``random``
+    gets ``args.seed``); the openai and hf backends come from :mod:`worldmodel.chat`.
+    """
+    from .chat import HFChatBackend, OpenAIChatBackend
+
+    if args.backend == "openai":
+        if not args.base_url or not args.model:
+            raise WorldModelError("--backend openai needs --base-url URL and --model NAME")
+        return OpenAIChatBackend(args.base_url, args.model, args.api_key_env, max_tokens=args.max_tokens,
+                                 timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
+                                 concurrency=args.concurrency)
+    if args.backend == "hf":
+        if not args.model_path:
+            raise WorldModelError("--backend hf needs --model-path DIR")
+        return HFChatBackend(args.model_path, max_new_tokens=args.max_tokens, batch_size=args.batch_size,
+                             device=args.device)
+    if args.backend == "true":
+        return true()
+    return random(args.seed)
 
 
 def _extract_command(args) -> str:
@@ -305,6 +395,21 @@ def build_parser() -> argparse.ArgumentParser:
                                   "nanogpt, the tokenizer's BOS for hf)")
     im.add_argument("--out", required=True, help="folder to write (safetensors + vocab.json + provenance.json)")
     im.set_defaults(func=cmd_import)
+
+    dt = sub.add_parser("detours", help="share of greedy runs that still reach the goal under forced detours")
+    dt.add_argument("task")
+    dt.add_argument("--checkpoint")
+    dt.add_argument("--model", choices=["true"], help="true: the world's own player (shortest route / shortest plan)")
+    dt.add_argument("--kind", default="random", help="random, adversarial, or both comma-separated")
+    dt.add_argument("--p", default="0,0.01,0.1,0.5,0.75", help="detour probabilities, comma-separated")
+    dt.add_argument("--trials", type=int, default=100)
+    dt.add_argument("--dataset", help="whose held-out data the starts come from (default: the checkpoint's)")
+    dt.add_argument("--data-dir")
+    dt.add_argument("--seed", type=int, default=0)
+    dt.add_argument("--device", default="cpu")
+    dt.add_argument("--no-progress", action="store_true")
+    dt.add_argument("--out", required=True, help="JSON file with per-p results and every trial")
+    dt.set_defaults(func=cmd_detours)
 
     for name in registry.command_modules():
         importlib.import_module(name).register(sub)

@@ -89,6 +89,23 @@ class DetourResult:
         return d
 
 
+@dataclass
+class DetourPlan:
+    """What a world needs for ``worldmodel detours``: where trials start, which detours count, what success is.
+
+    A domain returns one from :meth:`~worldmodel.tasks.Domain.detour_plan`; the command
+    then runs :func:`run_kinds` with it, the same for every world.
+    """
+
+    starts: list[list[Token]]  #: one start prefix per trial
+    max_len: int  #: tokens per decoded sequence, start included
+    allowed: AllowedFn | None = None  #: which valid tokens may be forced as detours
+    goal: GoalFn | None = None  #: success beyond "every token valid, stopped in time"
+    reference: object | None = None  #: the world's own player (``--model true``), a SequenceModel
+    starts_from: str = ""  #: where the starts come from, in words (for the report header)
+    success: str = ""  #: what a success is, in words (recorded in the JSON)
+
+
 def parse_ps(text: str | Sequence[float]) -> list[float]:
     """``"0,0.01,0.1"`` (or a list) -> probabilities, each checked to lie in [0, 1]."""
     if isinstance(text, str):

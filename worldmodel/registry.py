@@ -25,7 +25,7 @@ WORLDS: tuple[WorldEntry, ...] = (
     WorldEntry("navigation", "worldmodel.worlds.navigation.domain:NavigationDomain", "worldmodel.worlds.navigation.cli"),
     WorldEntry("othello", "worldmodel.worlds.othello.domain:OthelloDomain", "worldmodel.worlds.othello.cli"),
     WorldEntry("seating", "worldmodel.worlds.seating.domain:SeatingDomain", "worldmodel.worlds.seating.cli"),
-    WorldEntry("textworld", "worldmodel.worlds.textworld.domain:TextWorldDomain"),
+    WorldEntry("textworld", "worldmodel.worlds.textworld.domain:TextWorldDomain", "worldmodel.worlds.textworld.cli"),
 )
 
 

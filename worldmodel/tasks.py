@@ -241,6 +241,12 @@ class Domain(ABC):
         return read_sequences(folder / f"{split}.txt", self.world, check=False)
 
     # -- extras --------------------------------------------------------------
+    def detour_plan(self, dataset: str, trials: int, seed: int = 0, data_dir: str | Path | None = None):
+        """``worldmodel detours`` for this world: a :class:`~worldmodel.detours.DetourPlan` of
+        ``trials`` starts drawn with ``seed`` from ``dataset``'s held-out data, or ``None``
+        when the world has no detour test (the default)."""
+        return None
+
     def extra_metrics(self, model, dataset: str | None = None, data_dir: str | Path | None = None,
                       progress: bool = False) -> dict:
         """Domain-specific evaluations (e.g. navigation capabilities) on ``dataset``: name -> MetricResult."""

@@ -1,11 +1,9 @@
-"""Navigation subcommands: ``worldmodel reconstruct`` and ``worldmodel detours``.
+"""Navigation subcommand: ``worldmodel reconstruct`` (``worldmodel detours`` is generic: :mod:`worldmodel.cli`).
 
     worldmodel reconstruct TASK (--checkpoint DIR --n-sequences N | --model true --n-sequences N
                                  | --sequences FILE) [--dataset NAME] [--algorithm paper|strict]
                                 [--max-degree 4] [--max-distance-miles 0.5] [--corrupt RATE] [--seed S]
                                 [--color-by length|direction] [--html [--open]] --out DIR
-    worldmodel detours TASK (--checkpoint DIR | --model true) --kind random|adversarial[,...]
-                            --p 0,0.01,0.1,0.5,0.75 [--trials N] [--dataset NAME] [--seed S] --out FILE
 
 Where sequences come from (reconstruct):
 
@@ -17,7 +15,9 @@ Where sequences come from (reconstruct):
   with ``--corrupt RATE`` this is the paper's corruption control;
 * ``--sequences FILE``: one sequence per line.
 
-``--model true`` for detours is the world's own navigator
+``worldmodel detours`` on a navigation task starts from random test origin–destination
+pairs (:meth:`~worldmodel.worlds.navigation.domain.NavigationDomain.detour_plan`);
+its ``--model true`` is the world's own navigator
 (:class:`~worldmodel.worlds.navigation.navigator.ShortestRouteModel`): at each step it
 puts equal probability on the directions that lie on a shortest route (fewest moves) to
 the destination and all mass on ``end`` at the destination.
@@ -40,12 +40,12 @@ import numpy as np
 from worldmodel import checkpoints
 from worldmodel.errors import WorldModelError
 
-from .navigator import ShortestRouteModel, decode_unchecked, od_pairs, reachable_within
+from .navigator import ShortestRouteModel, decode_unchecked, od_pairs
 from .reconstruct import ALGORITHMS, MILE_M, Reconstructor, corrupt, format_stats
 
 
 # ---------------------------------------------------------------------------
-# Helpers shared by both commands
+# Helpers
 # ---------------------------------------------------------------------------
 
 
@@ -55,7 +55,7 @@ def _load(task_name: str):
     task = load_task(task_name)
     if task.config.get("domain") != "navigation":
         raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task; "
-                              "reconstruct and detours need a navigation task")
+                              "reconstruct needs a navigation task")
     return task
 
 
@@ -144,35 +144,6 @@ def cmd_reconstruct(args) -> int:
 
 
 # ---------------------------------------------------------------------------
-# detours
-# ---------------------------------------------------------------------------
-
-
-def cmd_detours(args) -> int:
-    from worldmodel.detours import parse_kinds, parse_ps, report, run_kinds
-
-    task = _load(args.task)
-    domain = task.domain
-    world = domain.world
-    kinds = parse_kinds(args.kind)
-    ps = parse_ps(args.p)
-    if args.trials < 1:
-        raise WorldModelError(f"--trials must be at least 1, got {args.trials}")
-    model = _model(task, args)
-    dataset = checkpoints.choose_dataset(domain.datasets(), args.dataset, args.checkpoint)
-    max_len = domain.max_tokens()
-    pairs = od_pairs(domain, dataset, args.trials, args.seed, args.data_dir, max_len)
-    starts = [[o, d] for o, d in pairs]
-    allowed = reachable_within(world, max_len)
-    results, trials = run_kinds(model, world, starts, kinds, ps, allowed=allowed, max_len=max_len,
-                                seed=args.seed, progress=not args.no_progress)
-    meta = {"task": task.name, "dataset": dataset, "model": args.checkpoint or "true",
-            "trials": args.trials, "max_len": max_len, "seed": args.seed}
-    report(Path(args.out), results, trials, meta, f"{task.name}: {meta['model']} on {args.trials} {dataset} test pairs")
-    return 0
-
-
-# ---------------------------------------------------------------------------
 # registration
 # ---------------------------------------------------------------------------
 
@@ -199,18 +170,3 @@ def register(subparsers) -> None:
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--out", required=True, help="folder for graph.json, stats.json and the figure")
     r.set_defaults(func=cmd_reconstruct)
-
-    d = subparsers.add_parser("detours", help="share of traversals that survive forced detours")
-    d.add_argument("task")
-    d.add_argument("--checkpoint")
-    d.add_argument("--model", choices=["true"], help="true: the world's shortest-route navigator")
-    d.add_argument("--kind", default="random", help="random, adversarial, or both comma-separated")
-    d.add_argument("--p", default="0,0.01,0.1,0.5,0.75", help="detour probabilities, comma-separated")
-    d.add_argument("--trials", type=int, default=100)
-    d.add_argument("--dataset")
-    d.add_argument("--data-dir")
-    d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--device", default="cpu")
-    d.add_argument("--no-progress", action="store_true")
-    d.add_argument("--out", required=True, help="JSON file with per-p results and every trial")
-    d.set_defaults(func=cmd_detours)

@@ -127,3 +127,21 @@ class NavigationDomain(Domain):
         return capabilities(self.world, model, pairs, batch=int(c.get("batch", 256)),
                             max_tokens=self.max_tokens(), progress=progress,
                             noisy=(self.task.seed, int(noisy.get("n_weightings", 50))))
+
+    def detour_plan(self, dataset: str, trials: int, seed: int = 0, data_dir=None):
+        """Detours from ``trials`` random test origin–destination pairs of ``dataset``.
+
+        A detour is a direction after which the destination stays reachable within the
+        token limit; success = the destination reached (``end`` there). ``--model true``
+        is the shortest-route navigator.
+        """
+        from worldmodel.detours import DetourPlan
+
+        from .navigator import ShortestRouteModel, od_pairs, reachable_within
+
+        max_len = self.max_tokens()
+        pairs = od_pairs(self, dataset, trials, seed, data_dir, max_len)
+        return DetourPlan(starts=[[o, d] for o, d in pairs], max_len=max_len,
+                          allowed=reachable_within(self.world, max_len),
+                          reference=ShortestRouteModel(self.world), starts_from=f"{trials} {dataset} test pairs",
+                          success="the destination reached within the token limit")

@@ -21,27 +21,14 @@ from pathlib import Path
 
 from ...errors import WorldModelError
 
-BACKENDS = ("openai", "hf", "true", "random")
-
 
 def make_backend(args) -> "Backend":  # noqa: F821
     """The backend named by the parsed arguments (not yet cached)."""
-    from .backends import HFChatBackend, OpenAIChatBackend, RandomResponder, TrueResponder
+    from worldmodel.cli import chat_backend
 
-    if args.backend == "openai":
-        if not args.base_url or not args.model:
-            raise WorldModelError("--backend openai needs --base-url URL and --model NAME")
-        return OpenAIChatBackend(args.base_url, args.model, args.api_key_env, max_tokens=args.max_tokens,
-                                 timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
-                                 concurrency=args.concurrency)
-    if args.backend == "hf":
-        if not args.model_path:
-            raise WorldModelError("--backend hf needs --model-path DIR")
-        return HFChatBackend(args.model_path, max_new_tokens=args.max_tokens, batch_size=args.batch_size,
-                             device=args.device)
-    if args.backend == "true":
-        return TrueResponder()
-    return RandomResponder(args.seed)
+    from .backends import RandomResponder, TrueResponder
+
+    return chat_backend(args, TrueResponder, RandomResponder)
 
 
 def write_outputs(report, out: Path, label: str) -> None:
@@ -98,28 +85,17 @@ def cmd_llm_eval(args) -> int:
 
 
 def register(subparsers) -> None:
+    from worldmodel.cli import add_chat_arguments
+
     p = subparsers.add_parser("llm-eval", help="ask a chat model the seating puzzle (the paper's Figure 4)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("puzzle", choices=["seating"], help="the puzzle (seating)")
-    p.add_argument("--backend", required=True, choices=BACKENDS)
-    p.add_argument("--base-url", help="OpenAI-compatible API root, e.g. https://api.openai.com/v1")
-    p.add_argument("--model", help="model name at the endpoint (openai backend)")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="environment variable holding the API key (default OPENAI_API_KEY; unset = no key)")
-    p.add_argument("--model-path", help="folder of a local transformers chat model (hf backend)")
+    add_chat_arguments(p, true_help="answers from the DFA (the ceiling)")
     p.add_argument("--n", type=int, default=3, help="people and seats (default 3)")
     p.add_argument("--states", type=int, default=100, help="trials per metric (default 100)")
     p.add_argument("--samples", type=int, default=5, help="continuations / boundary suffixes per trial (default 5)")
     p.add_argument("--k", type=int, default=1, help="statements per continuation (default 1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--cache", help="response cache file (default OUT/cache.jsonl)")
     p.add_argument("--out", required=True, help="folder for results.json, results.md, trials.jsonl")
-    p.add_argument("--max-tokens", type=int, default=1000, help="response length limit (default 1000; 0 = send no limit, for endpoints that reject max_tokens)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default 120)")
-    p.add_argument("--retries", type=int, default=6, help="retries per request on 429/5xx/timeouts (default 6)")
-    p.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each time")
-    p.add_argument("--concurrency", type=int, default=4, help="HTTP requests in flight (default 4)")
-    p.add_argument("--batch-size", type=int, default=8, help="prompts per generate call (hf backend)")
-    p.add_argument("--device", default="cpu", help="device for the hf backend")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_llm_eval)

@@ -27,7 +27,7 @@ import numpy as np
 from ...errors import WorldModelError
 from ...sampling import ExplicitDFASampler
 from ...tasks import Domain
-from .data import DATASETS, generate
+from .data import DATASETS, PlannerModel, distance_to_win, generate
 from .games import GameSpec, default_games_dir, ensure_game, suite
 from .world import TextWorldWorld
 
@@ -120,3 +120,33 @@ class TextWorldDomain(Domain):
             raise WorldModelError(f"task {self.task.name}: no held-out episode has more than {opening} commands")
         order = np.random.default_rng(seed).permutation(len(seqs))
         return [list(seqs[i][:opening]) for i in order[:n]]
+
+    def detour_plan(self, dataset: str, trials: int, seed: int = 0, data_dir=None):
+        """Detours from the first command of ``trials`` held-out goal-directed episodes.
+
+        The starts are the same whatever ``dataset`` the model was trained on, so every
+        model is pushed from the same places. The model plays greedily for at most
+        ``[data] max_len`` commands; a detour is another valid command after which the
+        win stays within reach in that budget (so never eating the food); success = the
+        game won (the food on the stove). ``--model true`` is the shortest-plan player
+        (:class:`~.data.PlannerModel`).
+        """
+        from ...detours import DetourPlan
+
+        world = self.world
+        max_len = int(self.task.section("data").get("max_len", 40))
+        dist = distance_to_win(world)
+
+        def allowed(state, token, length) -> bool:
+            if token in world.win_tokens:
+                return True
+            d = dist[world.step(state, token)]
+            return d >= 0 and length + 1 + d <= max_len
+
+        def goal(seq, state) -> bool:
+            return bool(seq) and seq[-1] in world.win_tokens
+
+        starts = self.detour_starts(trials, 1, data_dir, seed=seed)
+        return DetourPlan(starts=starts, max_len=max_len, allowed=allowed, goal=goal, reference=PlannerModel(world),
+                          starts_from=f"the first command of {len(starts)} held-out goal-directed episodes",
+                          success="the game won (the food on the stove)")

@@ -371,7 +371,10 @@ def play(backend: Backend, games: dict[str, str | Path], max_steps: int = 40, pr
                            "won": False, "lost": False, "unparseable": 0, "reason": "", "commands": []}}
     done_recs = []
     bar = tqdm(total=len(live), desc=f"playing ({backend.backend})", unit="game", disable=not progress)
+    turn = 0
     while live:
+        turn += 1
+        bar.set_postfix(turn=turn, playing=len(live), refresh=True)
         labels = list(live)
         prompts = []
         for lb in labels:
@@ -418,3 +421,70 @@ def summarize_play(records: list[dict], group_of=lambda label: label) -> dict[st
                   "steps": float(np.mean([r["steps"] for r in rs])), "win_rate": float(np.mean([r["won"] for r in rs])),
                   "unparseable": int(sum(r["unparseable"] for r in rs))}
     return out
+
+
+def play_games(backends: dict[str, Backend], games: dict[str, str | Path], max_steps: int = 40,
+               progress: bool = True) -> list[dict]:
+    """:func:`play` with a backend per game (label -> backend); games sharing one backend play together.
+
+    The true responder answers from one game's automaton, so it is one backend per
+    game; a chat model is one backend for all, and its turns are batched across games.
+    Records come back in the order of ``games``.
+    """
+    groups: dict[int, list[str]] = {}
+    for label in games:
+        groups.setdefault(id(backends[label]), []).append(label)
+    if len(groups) == 1:
+        label = next(iter(games))
+        return play(backends[label], games, max_steps, progress)
+    records = []
+    bar = tqdm(total=len(games), desc="playing", unit="game", disable=not progress)
+    for labels in groups.values():
+        records += play(backends[labels[0]], {g: games[g] for g in labels}, max_steps, progress=False)
+        bar.update(len(labels))
+    bar.close()
+    order = list(games)
+    return sorted(records, key=lambda r: order.index(r["game"]))
+
+
+def agent_table(by_configuration: dict[str, dict[str, dict]], overall: dict[str, dict] | None = None) -> str:
+    """Markdown: one row per configuration, one column per responder (normalised score / steps / win rate)."""
+    labels = list(by_configuration)
+    configs = list(dict.fromkeys(c for s in by_configuration.values() for c in s))
+    lines = ["| Configuration | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+
+    def cell(s: dict | None) -> str:
+        if not s:
+            return "—"
+        return (f"{s['normalized_score']:.2f} / {s['steps']:.1f} / {s['win_rate']:.2f}"
+                + (f" ({s['unparseable']} unparseable)" if s["unparseable"] else ""))
+    for c in configs:
+        lines.append(f"| {c} | " + " | ".join(cell(by_configuration[lb].get(c)) for lb in labels) + " |")
+    if overall:
+        lines.append(f"| **all {overall[labels[0]]['games']} games** | "
+                     + " | ".join(cell(overall.get(lb)) for lb in labels) + " |")
+    lines += ["", "Cells: mean normalised score (score / max score) / mean steps / win rate; an unparseable "
+              "answer ends its game and is counted."]
+    return "\n".join(lines)
+
+
+def probe_table(summaries: dict[str, dict], capability: dict[str, dict] | None = None) -> str:
+    """Markdown: one row per responder, the probe's two metrics (and, if given, the agent loop's overall row)."""
+    head = "| Model | Compr. P | unparseable | Dist. R | unparseable |"
+    sep = "|---|---|---|---|---|"
+    if capability is not None:
+        head += " Capability (win rate) | Normalised score | Steps |"
+        sep += "---|---|---|"
+    lines = [head, sep]
+    for label, rep in summaries.items():
+        cells = []
+        for m in PROBE_METRICS:
+            r = rep["metrics"][m]
+            mean = "—" if not r.get("n") else f"{r['mean']:.2f} ({r['stderr']:.2f})"
+            cells += [f"{mean}, n={r['n']}", f"{r['n_unparseable']}/{r['n_answers']}"]
+        if capability is not None:
+            o = capability.get(label)
+            cells += ([f"{o['win_rate']:.2f}", f"{o['normalized_score']:.2f}", f"{o['steps']:.1f}"] if o
+                      else ["—", "—", "—"])
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,191 @@
+"""TextWorld subcommands: an LLM plays the games, and the world-model probe in words.
+
+    worldmodel textworld-agent TASK --backend openai|hf|true|random [--games NAME,...]
+                               [--max-steps 40] [--seed S] --out DIR
+    worldmodel textworld-probe TASK --backend openai|hf|true|random [--states 100]
+                               [--samples 5] [--max-prefix 24] [--seed S] --out DIR
+
+(plus the backend options: ``--base-url URL --model NAME [--api-key-env VAR]`` for an
+OpenAI-compatible endpoint, ``--model-path DIR`` for a local ``transformers`` chat
+model, ``--cache FILE``, ``--retries``, ``--timeout``, ``--concurrency`` …).
+
+``textworld-agent`` plays the task's games through the real TextWorld engine with the
+backend choosing each command (:func:`~.llm.play`): ``textworld-simple`` has one game,
+``textworld-simple-suite`` the 9 configurations × 2 splits (generated with ``tw-make``
+on first use). It writes ``DIR/results.json`` (per game, per configuration and overall:
+normalised score, steps, win rate, unparseable answers), ``DIR/games.jsonl`` (every
+game's commands) and ``DIR/results.md``. ``--backend true`` plays a shortest plan from
+each game's automaton (enumerated and cached on first use); ``random`` picks a listed
+command at random.
+
+``textworld-probe`` asks, after a command history, whether a command would be accepted
+now (:func:`~.llm.probe`) on the task's game: compression precision and distinction
+recall from the exact one-command boundary. It writes ``DIR/results.json``,
+``DIR/results.md`` and ``DIR/trials.jsonl``.
+
+Responses are cached in ``--cache`` (default ``DIR/cache.jsonl``): an interrupted run
+resumes, and a rerun sends no request. The API key is read from the environment
+variable named by ``--api-key-env`` and is never written anywhere. ``worldmodel
+detours`` and ``worldmodel evaluate`` work on TextWorld tasks as on any other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from worldmodel.errors import WorldModelError
+
+
+def _load(task_name: str):
+    from worldmodel.tasks import load_task
+
+    task = load_task(task_name)
+    if task.config.get("domain") != "textworld":
+        raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task; "
+                              "textworld-agent and textworld-probe need a textworld task")
+    return task
+
+
+def _out(path: str) -> Path:
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise WorldModelError(f"--out {out} exists and is not a folder")
+    return out
+
+
+def _label(inner, args) -> str:
+    return f"{inner.backend}:{Path(inner.model).name if args.backend == 'hf' else inner.model}"
+
+
+def cmd_agent(args) -> int:
+    from worldmodel.chat import CachedBackend, ResponseCache
+    from worldmodel.cli import chat_backend
+    from worldmodel.results import write_json_atomic
+
+    from .llm import RandomAgent, TrueAgent, agent_table, play_games, summarize_play
+    from .world import TextWorldWorld
+
+    task = _load(args.task)
+    if args.max_steps < 1:
+        raise WorldModelError(f"--max-steps must be at least 1, got {args.max_steps}")
+    specs = task.domain.games()
+    if args.games:
+        wanted = [g.strip() for g in args.games.split(",") if g.strip()]
+        known = {s.name for s in specs}
+        bad = [g for g in wanted if g not in known]
+        if bad or not wanted:
+            raise WorldModelError(f"--games {args.games!r}: {task.name} has no game {bad[0] if bad else ''!r} "
+                                  f"(its games: {', '.join(sorted(known))})")
+        specs = [s for s in specs if s.name in wanted]
+    out = _out(args.out)
+    progress = not args.no_progress
+    games = {s.name: task.domain.game_file(s) for s in specs}
+    config_of = {s.name: f"{s.config} ({s.split})" for s in specs}
+    cache = ResponseCache(args.cache or out / "cache.jsonl")
+    if args.backend == "true":  # answers from each game's own automaton
+        inners = {g: TrueAgent(TextWorldWorld.from_game(path, name=g, progress=progress)) for g, path in games.items()}
+        label = "true world model"
+    else:
+        inner = chat_backend(args, lambda: None, RandomAgent)
+        inners = {g: inner for g in games}
+        label = _label(inner, args)
+    wrapped: dict[int, CachedBackend] = {}
+    for inner in inners.values():
+        if id(inner) not in wrapped:
+            wrapped[id(inner)] = CachedBackend(inner, cache, progress=False)  # the game bar shows the turns
+    try:
+        records = play_games({g: wrapped[id(inners[g])] for g in games}, games, max_steps=args.max_steps,
+                             progress=progress)
+    finally:
+        for b in wrapped.values():
+            b.inner.close()
+        cache.close()
+    asked = sum(b.asked for b in wrapped.values())
+    by_config = summarize_play(records, lambda g: config_of[g])
+    overall = summarize_play(records, lambda g: "all")["all"]
+    out.mkdir(parents=True, exist_ok=True)
+    describe = next(iter(wrapped.values())).describe()
+    write_json_atomic(out / "results.json", {
+        "task": task.name, "backend": describe, "label": label, "max_steps": args.max_steps,
+        "games": [{k: v for k, v in r.items() if k != "commands"} for r in records],
+        "by_configuration": by_config, "overall": overall})
+    tmp = out / "games.jsonl.tmp"
+    with tmp.open("w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    tmp.replace(out / "games.jsonl")
+    table = agent_table({label: by_config}, {label: overall})
+    (out / "results.md").write_text(f"# {task.name}: {label} plays {len(games)} game(s), at most "
+                                    f"{args.max_steps} commands each\n\n{table}\n")
+    print(table)
+    print(f"asked {asked} new prompts ({len(cache)} cached in {cache.path}); wrote {out}/results.json")
+    return 0
+
+
+def cmd_probe(args) -> int:
+    from worldmodel.chat import CachedBackend, ResponseCache
+    from worldmodel.cli import chat_backend
+    from worldmodel.results import write_json_atomic
+
+    from .llm import ProbeSettings, RandomAgent, TrueAgent, probe, probe_table
+
+    task = _load(args.task)
+    settings = ProbeSettings(states=args.states, samples=args.samples, max_prefix=args.max_prefix, seed=args.seed)
+    settings.check()
+    out = _out(args.out)
+    world = task.world
+    inner = chat_backend(args, lambda: TrueAgent(world), RandomAgent)
+    label = "true world model" if args.backend == "true" else _label(inner, args)
+    cache = ResponseCache(args.cache or out / "cache.jsonl")
+    backend = CachedBackend(inner, cache, progress=not args.no_progress)
+    try:
+        report = probe(backend, world, settings)
+    finally:
+        backend.close()
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "results.json", {"task": task.name, "game": world.name, **report.summary()})
+    tmp = out / "trials.jsonl.tmp"
+    with tmp.open("w") as f:
+        for metric, trials in report.trials.items():
+            for t in trials:
+                f.write(json.dumps({"metric": metric, **{k: v for k, v in t.items() if k != "prompts"}}) + "\n")
+    tmp.replace(out / "trials.jsonl")
+    table = probe_table({label: report.summary()})
+    (out / "results.md").write_text(
+        f"# {task.name}: world-model probe in words, {label}\n\n{settings.states} trials per metric, "
+        f"{settings.samples} proposed commands each, histories of 1–{settings.max_prefix} commands, "
+        f"seed {settings.seed}.\n\n{table}\n")
+    print(table)
+    print(f"asked {backend.asked} new prompts ({len(cache)} cached in {cache.path}); wrote {out}/results.json")
+    return 0
+
+
+def register(subparsers) -> None:
+    from worldmodel.cli import add_chat_arguments
+
+    a = subparsers.add_parser("textworld-agent", help="a chat model plays TextWorld games (score, steps, win rate)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    a.add_argument("task", help="textworld-simple (one game) or textworld-simple-suite (18 games)")
+    add_chat_arguments(a, true_help="a shortest plan from each game's automaton")
+    a.add_argument("--games", help="only these of the task's games, comma-separated (e.g. "
+                                   "tw-simple-dense-detailed-train-seed1)")
+    a.add_argument("--max-steps", type=int, default=40, help="commands per game (default 40)")
+    a.add_argument("--seed", type=int, default=0, help="seed of the random backend")
+    a.add_argument("--out", required=True, help="folder for results.json, results.md, games.jsonl")
+    a.add_argument("--no-progress", action="store_true")
+    a.set_defaults(func=cmd_agent)
+
+    p = subparsers.add_parser("textworld-probe", help="ask a chat model which commands the house accepts (compression,"
+                                                      " distinction)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", help="a textworld task (its game: the seed-1 dense/detailed/train house)")
+    add_chat_arguments(p, true_help="the automaton's answers")
+    p.add_argument("--states", type=int, default=100, help="trials per metric (default 100)")
+    p.add_argument("--samples", type=int, default=5, help="proposed commands per trial (default 5)")
+    p.add_argument("--max-prefix", type=int, default=24, help="longest command history (default 24)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="folder for results.json, results.md, trials.jsonl")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_probe)
