@@ -24,12 +24,19 @@ under ``runs/textworld-simple/`` (data, checkpoints, trial logs): a rerun reuses
 With ``--llm`` it also writes ``results/textworld-simple/llm.md`` (and ``.json``): the
 world-model probe in words (compression precision, distinction recall from the exact
 one-command boundary; :mod:`worldmodel.worlds.textworld.llm`) beside capability (the
-agent loop's win rate), for the true responder (answers from the automaton), a
-seeded random responder and any OpenAI-compatible endpoint given with
-``--openai BASE_URL MODEL``; the agent loop plays the game of the task, or with
-``--suite`` the 9 configurations × 2 splits of ``textworld-simple-suite`` (games
-generated with tw-make and enumerated on first use). Responses are cached in
-``runs/textworld-simple/llm-cache.jsonl``.
+agent loop's normalised score, steps and win rate per configuration), for the true
+responder (answers from the automaton), a seeded random responder, the tiny local
+chat model (:mod:`worldmodel.worlds.textworld.tiny_chat`: a word-level GPT-2 taught
+only the answer format in ``--tiny-steps`` steps, run through the local
+``transformers`` backend) and any OpenAI-compatible endpoint given with
+``--openai BASE_URL MODEL``. The probe asks about the seed-1 game; the agent loop
+plays the game of the task, or with ``--suite`` the 9 configurations × 2 splits of
+``textworld-simple-suite`` (generated with tw-make and enumerated on first use, under
+``data/textworld-games``; the table lists each game's automaton size and how long
+preparing it took). Responses are cached in ``runs/textworld-simple/llm-cache.jsonl``,
+the tiny model in ``runs/textworld-simple/tiny-chat-*``.
+
+    OMP_NUM_THREADS=1 python scripts/reproduce_textworld.py --llm-only --suite
 """
 
 from __future__ import annotations
@@ -44,13 +51,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from tqdm.auto import tqdm  # noqa: E402
+
 from worldmodel.errors import WorldModelError  # noqa: E402
+from worldmodel.worlds.textworld.games import game_path  # noqa: E402
+from worldmodel.worlds.textworld.house import automaton_path  # noqa: E402
 
 METRICS = ["next_token", "probe", "compression_precision", "distinction_precision", "distinction_recall"]
 LABELS = {"next_token": "Next-token", "probe": "Probe", "compression_precision": "Compr. P",
           "distinction_precision": "Dist. P", "distinction_recall": "Dist. R"}
 PS = (0.0, 0.1, 0.25, 0.5)
-MAX_LEN = 40  # commands per detour game
 KINDS = ("random", "adversarial")
 DATASET_LABELS = {"random-walks": "Random walks", "goal-directed": "Goal-directed", "mixture": "Mixture"}
 
@@ -118,6 +128,7 @@ def main(argv=None) -> int:
     ap.add_argument("--llm-only", action="store_true", help="only the LLM rows")
     ap.add_argument("--suite", action="store_true", help="agent loop over textworld-simple-suite's 18 games")
     ap.add_argument("--probe-states", type=int, default=100, help="trials per probe metric (default 100)")
+    ap.add_argument("--tiny-steps", type=int, default=400, help="format-teaching steps of the tiny chat model")
     ap.add_argument("--openai", nargs=2, action="append", metavar=("BASE_URL", "MODEL"))
     ap.add_argument("--api-key-env", default="OPENAI_API_KEY")
     args = ap.parse_args(argv)
@@ -138,7 +149,6 @@ def run(args) -> int:
     from worldmodel.evaluator import build_model, evaluate
     from worldmodel.metrics import Settings
     from worldmodel.tasks import load_task
-    from worldmodel.worlds.textworld.data import PlannerModel, distance_to_win
 
     t_start = time.time()
     progress = not args.no_progress
@@ -183,22 +193,14 @@ def run(args) -> int:
                  for ds in datasets}
     coverage = {ds: data_coverage(world, domain.sequences("train", ds, data_dir)) for ds in datasets}
 
-    starts = domain.detour_starts(args.detour_trials, 1, data_dir, seed=settings.seed)
-    goal = lambda seq, state: bool(seq) and seq[-1] in world.win_tokens  # noqa: E731
-    dist = distance_to_win(world)
-
-    def allowed(state, token, length):  # as for maps: the goal must stay reachable within the limit
-        if token in world.win_tokens:
-            return True
-        d = dist[world.step(state, token)]
-        return d >= 0 and length + 1 + d <= MAX_LEN
+    plan = domain.detour_plan("goal-directed", args.detour_trials, seed=settings.seed, data_dir=data_dir)
     detours = {}
     players = [(DATASET_LABELS[ds], build_model(task, str(ckpts[ds]), None)) for ds in datasets]
-    players.append(("Shortest-plan player", PlannerModel(world)))
+    players.append(("Shortest-plan player", plan.reference))
     for label, model in players:
         t0 = time.time()
-        res, _ = run_kinds(model, world, starts, list(KINDS), list(PS), goal=goal, allowed=allowed, max_len=MAX_LEN,
-                           seed=settings.seed, progress=progress)
+        res, _ = run_kinds(model, world, plan.starts, list(KINDS), list(PS), goal=plan.goal, allowed=plan.allowed,
+                           max_len=plan.max_len, seed=settings.seed, progress=progress)
         timings[f"detours {label}"] = time.time() - t0
         detours[label] = [r.as_dict() for r in res]
 
@@ -230,9 +232,11 @@ def run(args) -> int:
 
 
 def llm(args) -> None:
-    from worldmodel.chat import CachedBackend, OpenAIChatBackend, ResponseCache
+    from worldmodel.chat import CachedBackend, HFChatBackend, OpenAIChatBackend, ResponseCache
     from worldmodel.tasks import load_task
-    from worldmodel.worlds.textworld.llm import ProbeSettings, RandomAgent, TrueAgent, play, probe, summarize_play
+    from worldmodel.worlds.textworld.llm import (ProbeSettings, RandomAgent, TrueAgent, agent_table, play_games,
+                                                 probe, probe_table, summarize_play)
+    from worldmodel.worlds.textworld.tiny_chat import make_tiny_chat_model
     from worldmodel.worlds.textworld.world import TextWorldWorld
 
     t_start = time.time()
@@ -240,76 +244,94 @@ def llm(args) -> None:
     task = load_task(args.task)
     world = task.world
     work = Path(args.runs) / task.name
-    cache = work / "llm-cache.jsonl"
+    cache = ResponseCache(work / "llm-cache.jsonl")
     suite_task = load_task("textworld-simple-suite") if args.suite else task
     specs = suite_task.domain.games()
-    games = {spec.name: suite_task.domain.game_file(spec) for spec in specs}
+    games, worlds, prep = {}, {}, {}
+    for spec in tqdm(specs, desc="games (tw-make, enumerate)", unit="game", disable=not progress or len(specs) < 2):
+        t0, c0 = time.time(), time.process_time()
+        fresh = not automaton_path(game_path(spec, suite_task.domain.games_dir)).exists()
+        games[spec.name] = suite_task.domain.game_file(spec)
+        worlds[spec.name] = TextWorldWorld.from_game(games[spec.name], name=spec.name, progress=False)
+        prep[spec.name] = {"cached": not fresh, "seconds": time.time() - t0, "cpu_seconds": time.process_time() - c0}
     config_of = {spec.name: f"{spec.config} ({spec.split})" for spec in specs}
-    worlds = {}  # each game's automaton, for the true responder
 
-    def responders(game: str | None):
-        if game is None:
-            rows = {"true world model": TrueAgent(world), "random": RandomAgent(0)}
-        else:
-            if game not in worlds:
-                worlds[game] = TextWorldWorld.from_game(games[game], name=game, progress=progress)
-            rows = {"true world model": TrueAgent(worlds[game]), "random": RandomAgent(0)}
+    tiny_label = f"tiny local HF chat model ({args.tiny_steps} format steps)"
+    t0 = time.time()
+    tiny_dir = work / f"tiny-chat-{args.tiny_steps}-{len(worlds)}games"
+    if not (tiny_dir / "config.json").exists():
+        make_tiny_chat_model(tiny_dir, [world] + list(worlds.values()), seed=0, train_steps=args.tiny_steps,
+                             n_positions=2048)
+    tiny = HFChatBackend(tiny_dir, max_new_tokens=12, batch_size=16)
+    seconds = {"tiny chat model (build or load)": time.time() - t0}
+
+    def backends(game_world):  # label -> backend; the true responder answers from one game's automaton
+        rows = {"true world model": TrueAgent(game_world), "random": RandomAgent(0), tiny_label: tiny}
         for base_url, model in args.openai or []:
             rows[model] = OpenAIChatBackend(base_url, model, args.api_key_env)
         return rows
 
     settings = ProbeSettings(states=args.probe_states, seed=0)
-    probes, plays = {}, {}
-    for label, backend in responders(None).items():
-        cb = CachedBackend(backend, ResponseCache(cache), progress=progress)
-        try:
-            probes[label] = probe(cb, world, settings).summary()
-        finally:
-            cb.close()
-    for game in games:
-        for label, backend in responders(game).items():
-            cb = CachedBackend(backend, ResponseCache(cache), progress=progress)
-            try:
-                plays.setdefault(label, []).extend(play(cb, {game: games[game]}, progress=False))
-            finally:
-                cb.close()
+    probes = {}
+    for label, backend in backends(world).items():
+        t0 = time.time()
+        probes[label] = probe(CachedBackend(backend, cache, progress=progress), world, settings).summary()
+        seconds[f"probe {label}"] = time.time() - t0
+    plays = {}
+    shared = {lb: CachedBackend(b, cache, progress=False) for lb, b in backends(world).items()}
+    per_game = {g: backends(w) for g, w in worlds.items()}
+    for label in shared:
+        t0 = time.time()
+        if label == "true world model":
+            chosen = {g: CachedBackend(per_game[g][label], cache, progress=False) for g in games}
+        else:
+            chosen = {g: shared[label] for g in games}
+        plays[label] = play_games(chosen, games, max_steps=40, progress=progress)
+        seconds[f"agent loop {label}"] = time.time() - t0
+    cache.close()
     summary = {label: summarize_play(recs, lambda g: config_of[g]) for label, recs in plays.items()}
     overall = {label: summarize_play(recs, lambda g: "all")["all"] for label, recs in plays.items()}
+    sizes = {g: {"raw_states": w.house.n_states, "won_states": len(w.house.won), "lost_states": len(w.house.lost),
+                 "minimal_states": w.n_states, "commands": len(w.tokens), "out_of_scope_commands": len(w.house.excluded),
+                 "walkthrough": len(w.house.walkthrough), "max_score": w.house.max_score,
+                 "win": sorted(w.win_tokens)[0], **prep[g]} for g, w in worlds.items()}
     out = Path(args.results) / task.name
     out.mkdir(parents=True, exist_ok=True)
     command = _command()
-    data = {"command": command, "probe_settings": {"states": settings.states, "samples": settings.samples,
-                                                   "max_prefix": settings.max_prefix, "seed": settings.seed},
+    data = {"command": command, "probe_game": world.name,
+            "probe_settings": {"states": settings.states, "samples": settings.samples,
+                               "max_prefix": settings.max_prefix, "seed": settings.seed},
             "probe": probes, "play": plays, "play_by_configuration": summary, "play_overall": overall,
-            "seconds_this_run": time.time() - t_start}
+            "games": sizes, "seconds": seconds, "seconds_this_run": time.time() - t_start}
     (out / "llm.json").write_text(json.dumps(data, indent=1, default=float))
-    lines = [f"# {task.name}: LLM agents", "", f"Command: `{command}`", "",
+    write_llm_table(out / "llm.md", task.name, data, settings, len(games), probe_table(probes, overall),
+                    agent_table(summary, overall))
+    print((out / "llm.md").read_text())
+
+
+def write_llm_table(path: Path, name: str, data: dict, settings, n_games: int, probe_md: str, agent_md: str) -> None:
+    lines = [f"# {name}: LLM agents", "", f"Command: `{data['command']}`", "",
              f"World-model probe in words on the seed-1 game ({settings.states} trials per metric, "
              f"{settings.samples} proposed commands each, histories of 1–{settings.max_prefix} commands; "
-             "mean (standard error), n = scored trials) beside capability: the agent loop's win rate over "
-             f"{len(games)} game(s) (at most 40 commands each).", "",
-             "| Model | Compr. P | unparseable | Dist. R | unparseable | Capability (win rate) | "
-             "Normalised score | Steps |", "|---|---|---|---|---|---|---|---|"]
-    for label, rep in probes.items():
-        cells = []
-        for m in ("compression_precision", "distinction_recall"):
-            r = rep["metrics"][m]
-            cells += [f"{_cell(r)}, n={r['n']}", f"{r['n_unparseable']}/{r['n_answers']}"]
-        o = overall.get(label, {})
-        cells += [f"{o.get('win_rate', float('nan')):.2f}", f"{o.get('normalized_score', float('nan')):.2f}",
-                  f"{o.get('steps', float('nan')):.1f}"]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["", "Agent loop by configuration (normalised score / steps / win rate; unparseable answers end a "
-              "game and are counted):", "", "| Configuration | " + " | ".join(summary) + " |",
-              "|---|" + "---|" * len(summary)]
-    for cfg in dict.fromkeys(config_of[g] for g in games):
-        lines.append(f"| {cfg} | " + " | ".join(
-            f"{s[cfg]['normalized_score']:.2f} / {s[cfg]['steps']:.1f} / {s[cfg]['win_rate']:.2f}"
-            + (f" ({s[cfg]['unparseable']} unparseable)" if s[cfg]["unparseable"] else "")
-            for s in summary.values()) + " |")
-    lines += ["", f"Run time this run: {data['seconds_this_run'] / 60:.1f} min.", ""]
-    (out / "llm.md").write_text("\n".join(lines))
-    print((out / "llm.md").read_text())
+             "mean (standard error), n = scored trials; unparseable = answers that did not parse / answers) beside "
+             f"capability: the agent loop over {n_games} game(s), at most 40 commands each.", "", probe_md, "",
+             "## Agent loop by configuration", "", agent_md, ""]
+    sizes = data["games"]
+    lines += ["## The games", "",
+              "Each game's automaton (within the scope described in the README: no object moved but the quest's): "
+              "reachable fact sets (won, lost), minimal states, commands; the engine's out-of-scope commands; "
+              "walkthrough length and max score; how long generating (tw-make) and enumerating took in this run "
+              "(wall / CPU seconds; \"cached\" when an earlier run had already made it).", "",
+              "| Game | Fact sets (won, lost) | Minimal states | Commands | Out of scope | Walkthrough | Max score | "
+              "Win command | Preparation |", "|---|---|---|---|---|---|---|---|---|"]
+    for g, z in sizes.items():
+        prep = "cached" if z["cached"] else f"{z['seconds']:.0f} s / {z['cpu_seconds']:.0f} s"
+        lines.append(f"| {g} | {z['raw_states']:,} ({z['won_states']}, {z['lost_states']:,}) | "
+                     f"{z['minimal_states']:,} | {z['commands']} | {z['out_of_scope_commands']} | {z['walkthrough']} | "
+                     f"{z['max_score']} | `{z['win']}` | {prep} |")
+    lines += ["", f"Run time this run: {data['seconds_this_run'] / 60:.1f} min (" + ", ".join(
+        f"{k} {v:.0f} s" for k, v in data["seconds"].items()) + ").", ""]
+    path.write_text("\n".join(lines))
 
 
 def write_table(path: Path, data: dict, settings) -> None:

@@ -461,7 +461,8 @@ def agent_table(by_configuration: dict[str, dict[str, dict]], overall: dict[str,
     for c in configs:
         lines.append(f"| {c} | " + " | ".join(cell(by_configuration[lb].get(c)) for lb in labels) + " |")
     if overall:
-        lines.append(f"| **all {overall[labels[0]]['games']} games** | "
+        n = overall[labels[0]]["games"]
+        lines.append(f"| **all {n} game{'' if n == 1 else 's'}** | "
                      + " | ".join(cell(overall.get(lb)) for lb in labels) + " |")
     lines += ["", "Cells: mean normalised score (score / max score) / mean steps / win rate; an unparseable "
               "answer ends its game and is counted."]
