@@ -247,23 +247,22 @@ def llm(args) -> None:
     cache = ResponseCache(work / "llm-cache.jsonl")
     suite_task = load_task("textworld-simple-suite") if args.suite else task
     specs = suite_task.domain.games()
-    games, worlds, prep = {}, {}, {}
-    for spec in tqdm(specs, desc="games (tw-make, enumerate)", unit="game", disable=not progress or len(specs) < 2):
-        t0, c0 = time.time(), time.process_time()
-        fresh = not automaton_path(game_path(spec, suite_task.domain.games_dir)).exists()
-        games[spec.name] = suite_task.domain.game_file(spec)
-        worlds[spec.name] = TextWorldWorld.from_game(games[spec.name], name=spec.name, progress=False)
-        prep[spec.name] = {"cached": not fresh, "seconds": time.time() - t0, "cpu_seconds": time.process_time() - c0}
-    config_of = {spec.name: f"{spec.config} ({spec.split})" for spec in specs}
+    seconds = {}
 
-    tiny_label = f"tiny local HF chat model ({args.tiny_steps} format steps)"
+    # The tiny chat model's vocabulary: the probe's game and, for the suite, its first test-split game (the
+    # suite's train games share one house and the test games another; only the goal text differs).
     t0 = time.time()
-    tiny_dir = work / f"tiny-chat-{args.tiny_steps}-{len(worlds)}games"
+    vocab_worlds = [world]
+    if args.suite:
+        test = next(s for s in specs if s.split == "test")
+        vocab_worlds.append(TextWorldWorld.from_game(suite_task.domain.game_file(test), name=test.name,
+                                                     progress=progress))
+    tiny_label = f"tiny local HF chat model ({args.tiny_steps} format steps)"
+    tiny_dir = work / f"tiny-chat-{args.tiny_steps}-{'suite' if args.suite else 'one-game'}"
     if not (tiny_dir / "config.json").exists():
-        make_tiny_chat_model(tiny_dir, [world] + list(worlds.values()), seed=0, train_steps=args.tiny_steps,
-                             n_positions=2048)
+        make_tiny_chat_model(tiny_dir, vocab_worlds, seed=0, train_steps=args.tiny_steps, n_positions=2048)
     tiny = HFChatBackend(tiny_dir, max_new_tokens=12, batch_size=16)
-    seconds = {"tiny chat model (build or load)": time.time() - t0}
+    seconds["tiny chat model (build or load)"] = time.time() - t0
 
     def backends(game_world):  # label -> backend; the true responder answers from one game's automaton
         rows = {"true world model": TrueAgent(game_world), "random": RandomAgent(0), tiny_label: tiny}
@@ -277,6 +276,16 @@ def llm(args) -> None:
         t0 = time.time()
         probes[label] = probe(CachedBackend(backend, cache, progress=progress), world, settings).summary()
         seconds[f"probe {label}"] = time.time() - t0
+    t0 = time.time()
+    games, worlds, prep = {}, {}, {}
+    for spec in tqdm(specs, desc="games (tw-make, enumerate)", unit="game", disable=not progress or len(specs) < 2):
+        t1, c0 = time.time(), time.process_time()
+        fresh = not automaton_path(game_path(spec, suite_task.domain.games_dir)).exists()
+        games[spec.name] = suite_task.domain.game_file(spec)
+        worlds[spec.name] = TextWorldWorld.from_game(games[spec.name], name=spec.name, progress=False)
+        prep[spec.name] = {"cached": not fresh, "seconds": time.time() - t1, "cpu_seconds": time.process_time() - c0}
+    seconds["games (tw-make, enumerate)"] = time.time() - t0
+    config_of = {spec.name: f"{spec.config} ({spec.split})" for spec in specs}
     plays = {}
     shared = {lb: CachedBackend(b, cache, progress=False) for lb, b in backends(world).items()}
     per_game = {g: backends(w) for g, w in worlds.items()}

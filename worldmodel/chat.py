@@ -431,8 +431,11 @@ def make_word_chat_model(folder: str | Path, texts: Sequence[str], example: Call
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
+    import shutil
+
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and any(folder.iterdir()):
+        raise WorldModelError(f"{folder} exists and is not empty: not overwriting it with a tiny chat model")
     words = {w for s in texts for w in s.split()} | set(extra_words)
     specials = ["[PAD]", "[UNK]", "<|end|>", "<|user|>", "<|assistant|>"]
     vocab = {w: i for i, w in enumerate(specials + sorted(words - set(specials)))}
@@ -465,6 +468,11 @@ def make_word_chat_model(folder: str | Path, texts: Sequence[str], example: Call
             loss.backward()
             opt.step()
     lm.eval()
-    lm.save_pretrained(folder)
-    tok.save_pretrained(folder)
+    tmp = folder.with_name(folder.name + ".partial")  # written whole, then renamed: never half a model
+    shutil.rmtree(tmp, ignore_errors=True)
+    lm.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    if folder.exists():
+        folder.rmdir()
+    tmp.rename(folder)
     return folder

@@ -87,10 +87,25 @@ def _tw_make() -> str:
 
 
 def ensure_game(spec: GameSpec, games_dir: str | Path | None = None) -> Path:
-    """The game's ``game.z8``, generated with ``tw-make`` unless it (and its ``game.json``) exist."""
+    """The game's ``game.z8``, generated with ``tw-make`` unless it (and its ``game.json``) exist.
+
+    Two processes asking for the same game at once take turns (an exclusive lock on
+    ``<name>.lock`` beside it): the second finds the first one's game.
+    """
+    import fcntl
+
     z8 = game_path(spec, games_dir)
     if z8.exists() and z8.with_suffix(".json").exists():
         return z8
+    z8.parent.parent.mkdir(parents=True, exist_ok=True)
+    with open(z8.parent.with_name(z8.parent.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if z8.exists() and z8.with_suffix(".json").exists():
+            return z8
+        return _make(spec, z8)
+
+
+def _make(spec: GameSpec, z8: Path) -> Path:
     tmp = z8.parent.with_name(z8.parent.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
