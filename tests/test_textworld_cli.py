@@ -160,3 +160,30 @@ def test_bad_input_is_one_line(argv, match, task_file, tmp_path, capsys, monkeyp
     err = capsys.readouterr().err.strip()
     assert err.startswith("worldmodel: error:") and match in err and "\n" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_two_preparers_of_one_game_take_turns(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from worldmodel.worlds.textworld import games
+
+    made = []
+
+    def fake_make(spec, z8):  # stands in for tw-make: slow, and writes the game whole
+        made.append(spec.name)
+        time.sleep(0.3)
+        z8.parent.mkdir(parents=True)
+        z8.write_bytes(b"z8")
+        z8.with_suffix(".json").write_text("{}")
+        return z8
+
+    monkeypatch.setattr(games, "_make", fake_make)
+    spec = games.GameSpec("sparse", "none", "test", 7)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(games.ensure_game(spec, tmp_path))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert made == [spec.name] and len(set(got)) == 1 and got[0].read_bytes() == b"z8"
