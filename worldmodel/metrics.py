@@ -363,7 +363,10 @@ def probe(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]]
     reading ``x[:j]``), split 80/20 by sequence; one multinomial logistic regression
     per target (Adam, ``probe_lr``, ``probe_epochs``, batches of ``probe_batch``).
     Reports held-out accuracy averaged over targets; the standard error is the
-    binomial one over held-out positions.
+    binomial one over held-out positions. The regression trains on the model's
+    device (``model.device`` when it has one, e.g. the GPU that produced the hidden
+    states); its initial weights and batch order are drawn on the CPU, so the seed
+    means the same draws on every device.
     """
     s = settings
     if not model.has_hidden_states:
@@ -400,10 +403,12 @@ def probe(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]]
     n_classes = int(Y.max()) + 1
     torch.manual_seed(trial_seed(s.seed, "probe", 1))
     lin = torch.nn.Linear(X.shape[1], n_targets * n_classes)
+    device = torch.device(getattr(model, "device", None) or "cpu")
+    lin, X, Y, test_mask = lin.to(device), X.to(device), Y.to(device), test_mask.to(device)
     opt = torch.optim.Adam(lin.parameters(), lr=s.probe_lr)
     Xtr, Ytr = X[~test_mask], Y[~test_mask]
     for _ in tqdm(range(s.probe_epochs), desc="probe", disable=not progress, leave=False):
-        perm = torch.randperm(len(Xtr))
+        perm = torch.randperm(len(Xtr)).to(device)
         for b in range(0, len(Xtr), s.probe_batch):
             idx = perm[b:b + s.probe_batch]
             logits = lin(Xtr[idx]).view(len(idx), n_targets, n_classes)
