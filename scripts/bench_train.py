@@ -19,6 +19,16 @@ Three measurements, one run:
    fresh games from the seeded stream, each as a share of one training step at that
    batch size (the stream's is the cost a worker process hides from the loop).
 3. **Peak.** The matmul probe that MFU divides by (or ``--peak-flops``).
+4. **Where a step's time goes** (``--profile``): one training step of the new loop's
+   model at the task's batch size under ``torch.profiler``, its kernel time split into
+   matrix products, attention, activation and the rest, the rate the matrix products
+   run at, and the bound that follows: a loop that made everything but the matrix
+   products and attention free would be at most ``step / (matmul + attention)`` times
+   faster at the same precision and thread count.
+
+``--cpu-threads N`` trains the new loop on N CPU threads (``worldmodel train
+--cpu-threads``); the old loop uses the process's thread count (``OMP_NUM_THREADS``),
+as it did.
 
 Nothing here is a timed assertion; the script prints what it measured.
 """
@@ -117,12 +127,13 @@ def run_old(task, steps, precision):
             "tokens": sum(r[3] for r in rows)}
 
 
-def run_new(task, steps, precision, compile_, peak, tmp: Path, log_every: int):
+def run_new(task, steps, precision, compile_, peak, tmp: Path, log_every: int, cpu_threads: int | None = None):
     """``train()`` with a log line every ``log_every`` steps; times from the log (training steps only)."""
     out = tmp / f"new-{time.time_ns()}"
     info = train(task, out, steps=steps, progress=False,
                  overrides={"log_every": log_every, "eval_every": 10 ** 9, "precision": precision,
-                            "compile": compile_ or None, "peak_flops": peak, "warmup": None})
+                            "compile": compile_ or None, "peak_flops": peak, "warmup": None,
+                            "cpu_threads": cpu_threads})
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     steps_log = [r for r in log if "tokens_per_s" in r]
     wall = sum(r["seconds"] for r in steps_log)
@@ -184,6 +195,82 @@ def data_pipeline(task, batch: int, precision: str, repeat: int = 3) -> dict:
     return out
 
 
+KERNEL_GROUPS = (
+    ("matrix products", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")),
+    ("attention", ("aten::_scaled_dot_product", "aten::_flash_attention", "aten::_efficient_attention",
+                   "aten::_softmax", "aten::_softmax_backward_data")),
+    ("activation (GELU)", ("aten::gelu", "aten::gelu_backward", "aten::tanh", "aten::tanh_backward")),
+)
+
+
+def step_profile(task, precision: str, steps: int = 3, threads: int | None = None) -> dict:
+    """Self time of one training step's kernels by group (CPU or CUDA), and the bound a loop change has."""
+    from torch.profiler import ProfilerActivity, profile
+    from transformers import GPT2LMHeadModel
+
+    world = task.world
+    vocab = Vocabulary(world.tokens, world.name)
+    lut = token_lut(world.tokens, vocab)
+    folder = task.domain.ensure_data(None, None)
+    packed = PackedSequences.read(folder / "train.txt", world.tokens)
+    batch = int(task.section("train").get("batch_size", 32))
+    fb = FileBatches(packed, batch, 0, 0, lut, vocab.bos_id, vocab.pad_id)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    before = torch.get_num_threads()
+    if threads and device.type == "cpu":
+        torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(gpt2_config(vocab, **task.section("model"))).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True if device.type == "cuda" else None)
+        dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        batches = [torch.from_numpy(fb.next()).to(device) for _ in range(steps + 1)]
+
+        def step(ids):
+            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                loss = lm_loss(model(input_ids=ids).logits, ids, vocab.pad_id)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            float(loss.detach())
+
+        step(batches[0])                                   # warm-up, outside the profile
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+        t0 = time.perf_counter()
+        with profile(activities=acts) as prof:
+            for ids in batches[1:]:
+                step(ids)
+        wall = (time.perf_counter() - t0) / steps
+    finally:
+        torch.set_num_threads(before)
+    events = prof.key_averages()
+    on_gpu = device.type == "cuda"
+
+    def self_time(e):       # microseconds
+        return e.self_device_time_total if on_gpu else e.self_cpu_time_total
+
+    total = sum(self_time(e) for e in events)
+    groups = {name: 0.0 for name, _ in KERNEL_GROUPS}
+    for e in events:
+        for name, prefixes in KERNEL_GROUPS:
+            if e.key.startswith(prefixes):
+                groups[name] += self_time(e)
+                break
+    shares = {k: v / total for k, v in groups.items()}
+    shares["everything else"] = 1 - sum(shares.values())
+    n_layer = int(task.section("model").get("n_layer", 2))
+    d = int(task.section("model").get("n_embd", 64))
+    tokens = sum(ids.numel() for ids in batches[1:]) / steps      # positions computed per step, padding included
+    out = {"batch": batch, "threads": torch.get_num_threads() if not threads else threads, "step_s_profiled": wall,
+           "shares": shares, "kernel_bound": 1 / max(1e-9, shares["matrix products"] + shares["attention"])}
+    if groups["matrix products"] > 0:
+        # forward + backward of the block matrices (12 d^2 per layer per position) over the time all products
+        # took (the head's and any attention products included): a lower bound on their rate
+        flops = 6 * 12 * d * d * n_layer * tokens
+        out["matmul_gflops"] = flops / (groups["matrix products"] / steps * 1e-6) / 1e9
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     cuda = torch.cuda.is_available()
@@ -195,6 +282,8 @@ def main(argv=None) -> int:
     p.add_argument("--peak-flops", type=float, help="device peak FLOP/s (default: matmul probe)")
     p.add_argument("--data-batch", type=int, default=512, help="batch size of the data-pipeline measurement")
     p.add_argument("--skip-old", action="store_true", help="only the new loop (e.g. when the old one is too slow)")
+    p.add_argument("--cpu-threads", type=int, help="CPU threads of the new loop (default: the task's, 1)")
+    p.add_argument("--profile", action="store_true", help="also split a training step's kernel time by kind")
     p.add_argument("--out", help="write the figures as JSON here")
     args = p.parse_args(argv)
     quiet_transformers()
@@ -218,7 +307,7 @@ def main(argv=None) -> int:
                       f" ({o['tokens'] / o['cpu']:,.0f} per CPU second)", flush=True)
             # a log line (one host sync) per step on the CPU, where it costs nothing; every 10 on a GPU
             results["new"].append(run_new(task, args.steps, args.precision, args.compile, peak, Path(tmp),
-                                          1 if not cuda else 10))
+                                          1 if not cuda else 10, args.cpu_threads))
             n = results["new"][-1]
             print(f"round {r + 1} new: {n['tokens'] / n['wall']:,.0f} tokens/s wall"
                   f" ({n['tokens'] / n['cpu']:,.0f} per CPU second), MFU {n['mfu']:.1%}", flush=True)
@@ -261,6 +350,18 @@ def main(argv=None) -> int:
         if key in d:
             share = d[key] / (d[key] + d["step_s"])
             print(f"  {label:45s} {d[key] * 1e3:8.2f} ms/batch = {share:6.1%} of a step")
+    if args.profile:
+        prof = step_profile(task, args.precision, threads=args.cpu_threads)
+        report["profile"] = prof
+        print(f"\nwhere a training step's kernel time goes (batch {prof['batch']}, "
+              f"{prof['step_s_profiled'] * 1e3:.0f} ms a step under the profiler):")
+        for k, v in prof["shares"].items():
+            print(f"  {k:20s} {v:6.1%}")
+        if "matmul_gflops" in prof:
+            print(f"  the matrix products ran at >= {prof['matmul_gflops']:.1f} GFLOP/s "
+                  f"(matmul probe: {peak / 1e9:.1f} GFLOP/s)")
+        print(f"  a loop that made everything but the matrix products and attention free would be at most "
+              f"{prof['kernel_bound']:.2f}x faster at this precision and thread count")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=2, default=str))

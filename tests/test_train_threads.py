@@ -61,3 +61,21 @@ def test_cpu_threads_is_checked(tmp_path):
     path.write_text(TOY + "cpu_threads = -1\n")
     with pytest.raises(WorldModelError, match="cpu_threads"):
         train(load_task(path), tmp_path / "ck", steps=1, data_dir=tmp_path / "data", progress=False)
+
+
+@pytest.mark.parametrize("given, expect", [(None, 1), (2, 2)])
+def test_cpu_threads_from_the_command_line(tmp_path, given, expect):
+    """`worldmodel train --cpu-threads N` trains on N threads; not given, the task's setting (1) holds."""
+    import json
+
+    from worldmodel.cli import main
+
+    path = tmp_path / "toy.toml"
+    path.write_text(TOY)
+    argv = ["train", str(path), "--out", str(tmp_path / "ck"), "--steps", "2", "--data-dir", str(tmp_path / "data"),
+            "--no-progress"] + ([] if given is None else ["--cpu-threads", str(given)])
+    before = torch.get_num_threads()
+    assert main(argv) == 0
+    assert torch.get_num_threads() == before
+    device = json.loads((tmp_path / "ck" / "training.json").read_text())["device"]
+    assert device.endswith(f", {expect} threads)"), device

@@ -72,7 +72,7 @@ def cmd_train(args) -> int:
     overrides = {"data": args.data, "precision": args.precision, "grad_accum": args.grad_accum,
                  "time_budget": args.time_budget, "peak_flops": args.peak_flops, "batch_size": args.batch_size,
                  "lr": args.lr, "save_every": args.save_every, "data_workers": args.data_workers,
-                 "compile": True if args.compile else None}
+                 "cpu_threads": args.cpu_threads, "compile": True if args.compile else None}
     summary = train(task, out, dataset=args.dataset, steps=args.steps, data_dir=args.data_dir,
                     seed=args.seed, progress=not args.no_progress, overrides=overrides)
     if int(os.environ.get("RANK", "0")) != 0:
@@ -324,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--peak-flops", type=float, help="device peak FLOP/s for MFU (default: measured by a matmul probe)")
     t.add_argument("--save-every", type=int, help="steps between resume saves (default: every validation)")
     t.add_argument("--data-workers", type=int, help="processes generating streamed batches (default: 0 on CPU)")
+    t.add_argument("--cpu-threads", type=int, metavar="N",
+                   help="CPU intra-op threads while training (default: the task's [train] cpu_threads, 1; "
+                        "0: PyTorch's own). A seed gives the same weights only at the same N")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=cmd_train)
 

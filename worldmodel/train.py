@@ -407,7 +407,8 @@ def fixed_cpu_threads(fn):
     """
     @functools.wraps(fn)
     def run(task: Task, *args, **kwargs):
-        n = {**task.section("train"), **(kwargs.get("overrides") or {})}.get("cpu_threads", 1)
+        given = {k: v for k, v in (kwargs.get("overrides") or {}).items() if v is not None}
+        n = {**task.section("train"), **given}.get("cpu_threads", 1)
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise WorldModelError(f"task {task.path} [train]: cpu_threads must be a whole number >= 0, got {n!r}")
         if n == 0 or torch.cuda.is_available():
