@@ -117,3 +117,23 @@ def test_two_processes_write_the_same_json_as_one(trained):
         assert h1 == h2 and t1 == t2
     assert not list((trained / "multi").glob("*.part*"))
     assert proc.stdout.count("| Model |") == 1          # one table, from the main process
+
+
+@pytest.mark.slow
+def test_two_processes_train_with_a_fitted_time_budget(tmp_path):
+    """`torchrun --nproc_per_node 2 -m worldmodel.cli train … --time-budget S` on CPUs: both processes fit the
+    same number of steps (a mismatch would hang the gradient all-reduce), one summary line, one checkpoint."""
+    out = tmp_path / "ck"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(_free_port()), "-m", "worldmodel.cli", "train", "toy-dfa", "--out", str(out),
+         "--time-budget", "20", "--data-dir", str(tmp_path / "data"), "--no-progress"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads((out / "training.json").read_text())
+    assert info["processes"] == 2
+    assert info["planned_steps"] is not None and info["steps"] <= info["planned_steps"]
+    assert info["sequences_seen"] == info["steps"] * info["batch_size"] * 2
+    assert sum(line.startswith(f"saved {out} ") for line in proc.stdout.splitlines()) == 1
+    assert (out / "model.safetensors").exists() and not (tmp_path / "ck.partial").exists()
