@@ -128,12 +128,15 @@ def test_two_processes_train_with_a_fitted_time_budget(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
          "--master_port", str(_free_port()), "-m", "worldmodel.cli", "train", "toy-dfa", "--out", str(out),
-         "--time-budget", "20", "--data-dir", str(tmp_path / "data"), "--no-progress"],
+         "--time-budget", "30", "--data-dir", str(tmp_path / "data"), "--no-progress"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads((out / "training.json").read_text())
     assert info["processes"] == 2
-    assert info["planned_steps"] is not None and info["steps"] <= info["planned_steps"]
+    # the step rate is measured at log steps; on a busy machine the budget can run out before two were
+    # reached, and then the run stops by the budget without a fitted plan (both processes at the same step)
+    assert info["stopped"] == "time budget" or (info["planned_steps"] is not None
+                                               and info["steps"] == info["planned_steps"]), info
     assert info["sequences_seen"] == info["steps"] * info["batch_size"] * 2
     assert sum(line.startswith(f"saved {out} ") for line in proc.stdout.splitlines()) == 1
     assert (out / "model.safetensors").exists() and not (tmp_path / "ck.partial").exists()
