@@ -79,3 +79,25 @@ def test_cpu_threads_from_the_command_line(tmp_path, given, expect):
     assert torch.get_num_threads() == before
     device = json.loads((tmp_path / "ck" / "training.json").read_text())["device"]
     assert device.endswith(f", {expect} threads)"), device
+
+
+def test_cpu_matmul_probe_counts_cpu_time_not_time_lost_to_other_processes(monkeypatch):
+    """A shared machine stretches the wall clock; the peak is taken from the process's CPU time then."""
+    import itertools
+
+    from worldmodel import train as train_mod
+
+    monkeypatch.setattr(train_mod, "_PEAK_CACHE", {})
+    real = train_mod.time.perf_counter
+    ticks = itertools.count()
+    # each reading of the wall clock jumps 10 s further, as if other processes held the core
+    monkeypatch.setattr(train_mod.time, "perf_counter", lambda: real() + 10.0 * next(ticks))
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        stretched = train_mod.matmul_peak_flops("cpu", seconds=0.05)
+    finally:
+        torch.set_num_threads(before)
+    wall_rate = 2.0 * 1024 ** 3 * 5 / 10.0       # what one 5-matmul round over a 10 s wall clock would give
+    assert stretched > 5 * wall_rate             # the wall clock alone would give wall_rate
+    assert train_mod._PEAK_CACHE[("cpu", "fp32")] == stretched

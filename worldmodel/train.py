@@ -318,7 +318,9 @@ def matmul_peak_flops(device: torch.device | str, precision: str = "fp32", secon
 
     fp32 on CUDA runs with TF32 enabled, as training does. The figure stands in for the
     device's peak when none is given; it is what the chip actually sustains on the
-    kind of kernel a transformer spends its time in.
+    kind of kernel a transformer spends its time in. On a CPU the time is the process's
+    CPU time divided by its thread count when that is shorter than the wall clock, so
+    other work on a shared machine does not lower the peak (and inflate the MFU).
     """
     device = torch.device(device)
     key = (str(device), precision)
@@ -339,7 +341,7 @@ def matmul_peak_flops(device: torch.device | str, precision: str = "fp32", secon
     for _ in range(3):
         a @ b
     sync()
-    done, t0 = 0, time.perf_counter()
+    done, t0, c0 = 0, time.perf_counter(), time.process_time()
     while True:
         for _ in range(5):
             a @ b
@@ -347,7 +349,10 @@ def matmul_peak_flops(device: torch.device | str, precision: str = "fp32", secon
         sync()
         if time.perf_counter() - t0 >= seconds:
             break
-    rate = 2.0 * n ** 3 * done / (time.perf_counter() - t0)
+    elapsed = time.perf_counter() - t0
+    if device.type == "cpu":
+        elapsed = min(elapsed, (time.process_time() - c0) / max(1, torch.get_num_threads()))
+    rate = 2.0 * n ** 3 * done / elapsed
     _PEAK_CACHE[key] = rate
     return rate
 
