@@ -33,8 +33,9 @@ only the answer format in ``--tiny-steps`` steps, run through the local
 plays the game of the task, or with ``--suite`` the 9 configurations × 2 splits of
 ``textworld-simple-suite`` (generated with tw-make and enumerated on first use, under
 ``data/textworld-games``; the table lists each game's automaton size and how long
-preparing it took). Responses are cached in ``runs/textworld-simple/llm-cache.jsonl``,
-the tiny model in ``runs/textworld-simple/tiny-chat-*``.
+preparing it took), and then writes ``llm-suite.md`` (and ``.json``) instead.
+Responses are cached in ``runs/textworld-simple/llm-cache.jsonl``, the tiny model in
+``runs/textworld-simple/tiny-chat-*``.
 
     OMP_NUM_THREADS=1 python scripts/reproduce_textworld.py --llm-only --suite
 """
@@ -312,10 +313,11 @@ def llm(args) -> None:
                                "max_prefix": settings.max_prefix, "seed": settings.seed},
             "probe": probes, "play": plays, "play_by_configuration": summary, "play_overall": overall,
             "games": sizes, "seconds": seconds, "seconds_this_run": time.time() - t_start}
-    (out / "llm.json").write_text(json.dumps(data, indent=1, default=float))
-    write_llm_table(out / "llm.md", task.name, data, settings, len(games), probe_table(probes, overall),
+    stem = "llm-suite" if args.suite else "llm"     # the suite run never overwrites the one-game run, nor it
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=1, default=float))
+    write_llm_table(out / f"{stem}.md", task.name, data, settings, len(games), probe_table(probes, overall),
                     agent_table(summary, overall))
-    print((out / "llm.md").read_text())
+    print((out / f"{stem}.md").read_text())
 
 
 def write_llm_table(path: Path, name: str, data: dict, settings, n_games: int, probe_md: str, agent_md: str) -> None:
