@@ -174,16 +174,23 @@ def data_pipeline(task, batch: int, precision: str, repeat: int = 3) -> dict:
         chunks = _StreamChunks(stream, batch, per_chunk, 0, 1, lut, vocab.bos_id, vocab.pad_id, None)
         out["stream_s"] = time_it(lambda: chunks[7], 1) / per_chunk
     # one training step at this batch size (same model, same precision)
+    step, device = training_step(task, vocab, precision)
+    ids = torch.from_numpy(fb.next()).to(device)
+    out["step_s"] = time_it(lambda: step(ids), repeat)
+    return out
+
+
+def training_step(task, vocab, precision: str):
+    """A fresh model of the task's shape (seed 0) and a function doing one plain training step on a batch."""
     from transformers import GPT2LMHeadModel
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     model = GPT2LMHeadModel(gpt2_config(vocab, **task.section("model"))).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True if device.type == "cuda" else None)
-    ids = torch.from_numpy(fb.next()).to(device)
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
-    def step():
+    def step(ids):
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             loss = lm_loss(model(input_ids=ids).logits, ids, vocab.pad_id)
         loss.backward()
@@ -191,8 +198,7 @@ def data_pipeline(task, batch: int, precision: str, repeat: int = 3) -> dict:
         opt.zero_grad(set_to_none=True)
         float(loss.detach())
 
-    out["step_s"] = time_it(step, repeat)
-    return out
+    return step, device
 
 
 KERNEL_GROUPS = (
@@ -206,7 +212,6 @@ KERNEL_GROUPS = (
 def step_profile(task, precision: str, steps: int = 3, threads: int | None = None) -> dict:
     """Self time of one training step's kernels by group (CPU or CUDA), and the bound a loop change has."""
     from torch.profiler import ProfilerActivity, profile
-    from transformers import GPT2LMHeadModel
 
     world = task.world
     vocab = Vocabulary(world.tokens, world.name)
@@ -215,25 +220,12 @@ def step_profile(task, precision: str, steps: int = 3, threads: int | None = Non
     packed = PackedSequences.read(folder / "train.txt", world.tokens)
     batch = int(task.section("train").get("batch_size", 32))
     fb = FileBatches(packed, batch, 0, 0, lut, vocab.bos_id, vocab.pad_id)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     before = torch.get_num_threads()
-    if threads and device.type == "cpu":
+    if threads and not torch.cuda.is_available():
         torch.set_num_threads(threads)
     try:
-        torch.manual_seed(0)
-        model = GPT2LMHeadModel(gpt2_config(vocab, **task.section("model"))).to(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True if device.type == "cuda" else None)
-        dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        step, device = training_step(task, vocab, precision)
         batches = [torch.from_numpy(fb.next()).to(device) for _ in range(steps + 1)]
-
-        def step(ids):
-            with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-                loss = lm_loss(model(input_ids=ids).logits, ids, vocab.pad_id)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            float(loss.detach())
-
         step(batches[0])                                   # warm-up, outside the profile
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
         t0 = time.perf_counter()

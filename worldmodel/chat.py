@@ -35,6 +35,7 @@ import hashlib
 import http.client
 import json
 import os
+import random
 import socket
 import threading
 import time
@@ -68,6 +69,35 @@ class Backend(ABC):
 
     def close(self) -> None:
         pass
+
+
+class PromptByPromptBackend(Backend):
+    """A backend that answers each prompt on its own (:meth:`answer`); ``ask`` maps it over a batch."""
+
+    @abstractmethod
+    def answer(self, prompt: str) -> str:
+        """The response to one prompt."""
+
+    def ask(self, prompts: Sequence[str]) -> list[str]:
+        return [self.answer(p) for p in prompts]
+
+
+class SeededRandomBackend(PromptByPromptBackend):
+    """Base of the random responders: each answer is drawn from a generator seeded by (seed, prompt).
+
+    So an answer is a function of the seed and the prompt only, the same however the
+    prompts are ordered, batched or cached.
+    """
+
+    backend = "random"
+    batch_size = 4096
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed)
+        self.model = f"uniform-seed{self.seed}"
+
+    def rng(self, prompt: str) -> random.Random:
+        return random.Random(hashlib.sha256(f"{self.seed}\x00{prompt}".encode()).digest())
 
 
 # ---------------------------------------------------------------------------

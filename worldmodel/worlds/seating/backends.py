@@ -15,12 +15,10 @@ A tiny local chat model to point :class:`HFChatBackend` at is built by
 
 from __future__ import annotations
 
-import hashlib
-import random
 import threading
 
 from ...chat import (RETRY_STATUS, Backend, CachedBackend, HFChatBackend, OpenAIChatBackend,  # noqa: F401
-                     ResponseCache)
+                     PromptByPromptBackend, ResponseCache, SeededRandomBackend)
 from ...dfa import REJECT, run
 from .prompts import MARKER, parse_prompt
 from .world import SeatingWorld
@@ -38,7 +36,7 @@ class _WorldCache:
             return self._worlds[n]
 
 
-class TrueResponder(Backend):
+class TrueResponder(PromptByPromptBackend):
     """Answers every puzzle prompt correctly from the seating DFA."""
 
     backend = "true"
@@ -60,31 +58,17 @@ class TrueResponder(Backend):
         ok = run(world, p.statements + p.continuation) is not REJECT
         return f"{MARKER} {'yes' if ok else 'no'}"
 
-    def ask(self, prompts):
-        return [self.answer(p) for p in prompts]
 
-
-class RandomResponder(Backend):
+class RandomResponder(SeededRandomBackend):
     """Answers uniformly at random: a seat in ``1..n``, or yes/no with probability 1/2 each.
 
     The answer is a function of (seed, prompt) only, so it is the same however the
     prompts are ordered or batched.
     """
 
-    backend = "random"
-    batch_size = 4096
-
-    def __init__(self, seed: int = 0):
-        self.seed = int(seed)
-        self.model = f"uniform-seed{self.seed}"
-
     def answer(self, prompt: str) -> str:
         p = parse_prompt(prompt)
-        digest = hashlib.sha256(f"{self.seed}\x00{prompt}".encode()).digest()
-        rng = random.Random(digest)
+        rng = self.rng(prompt)
         if p.kind == "capability":
             return f"{MARKER} {rng.randint(1, p.n)}"
         return f"{MARKER} {rng.choice(['yes', 'no'])}"
-
-    def ask(self, prompts):
-        return [self.answer(p) for p in prompts]

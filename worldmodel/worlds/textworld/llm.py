@@ -36,8 +36,6 @@ answers at random, seeded per prompt.
 
 from __future__ import annotations
 
-import hashlib
-import random
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,7 +44,7 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from ...chat import Backend
+from ...chat import Backend, PromptByPromptBackend, SeededRandomBackend
 from ...dfa import REJECT, exact_boundary, is_valid, run
 from ...errors import TrialSkipped, WorldModelError
 from ...results import MetricResult, aggregate, trial_seed
@@ -188,7 +186,7 @@ def read_agent_prompt(prompt: str) -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------------------
 
 
-class TrueAgent(Backend):
+class TrueAgent(PromptByPromptBackend):
     """Answers from one game's automaton: the true validity; in play, a command of a shortest plan."""
 
     backend = "true"
@@ -211,29 +209,16 @@ class TrueAgent(Backend):
         ok = is_valid(self.world, list(history) + list(proposed))
         return f"{MARKER} {'yes' if ok else 'no'}"
 
-    def ask(self, prompts):
-        return [self.answer(p) for p in prompts]
 
-
-class RandomAgent(Backend):
+class RandomAgent(SeededRandomBackend):
     """Answers at random (yes/no with probability 1/2; a uniformly chosen listed command), seeded per prompt."""
 
-    backend = "random"
-    batch_size = 4096
-
-    def __init__(self, seed: int = 0):
-        self.seed = int(seed)
-        self.model = f"uniform-seed{self.seed}"
-
     def answer(self, prompt: str) -> str:
-        rng = random.Random(hashlib.sha256(f"{self.seed}\x00{prompt}".encode()).digest())
+        rng = self.rng(prompt)
         if "Commands you can type now:" in prompt:
             _, admissible = read_agent_prompt(prompt)
             return f"{MARKER} {rng.choice(admissible)}"
         return f"{MARKER} {rng.choice(['yes', 'no'])}"
-
-    def ask(self, prompts):
-        return [self.answer(p) for p in prompts]
 
 
 # ---------------------------------------------------------------------------
