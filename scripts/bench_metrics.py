@@ -5,7 +5,9 @@ Three engines score the same trials (same seeds, same prefix pairs, same samples
 * **engine** — :func:`worldmodel.metrics.compression` / :func:`~worldmodel.metrics.distinction`:
   the model calls of ``--batch-trials`` trials batched together, each prefix run
   once, sampling after one prefix and checking after the other in lock step over a
-  trie of sampled histories.
+  trie of sampled histories (for GPT-2-shaped checkpoints through the lean forward
+  of :mod:`worldmodel.models.lean`, each prefix's keys and values shared by all its
+  rows).
 * **authors** — the paper's code's way: per trial, the M samples after the first
   prefix drawn in ONE batched Hugging Face ``generate`` call
   (``num_return_sequences=M``, ``do_sample=True``, ``epsilon_cutoff=ε``, stopping when
@@ -23,11 +25,15 @@ Without ``--checkpoint`` it trains the task's model first (``--train-steps``); w
 one and no ``--task``, the task is the checkpoint's own ``task.toml``. It asserts
 that every trial's scores are identical across the three engines
 (``--allow-mismatch``: it counts and shows the differing trials instead), then prints
-trials per second, the ratios engine/authors (the headline) and engine/naive, the
+trials per second, the ratios engine/authors (the headline) and engine/naive in
+wall-clock time and in this process's CPU time (the machine may be shared), the
+machine's load average, the rate of the world's own work alone (drawing prefix
+pairs and true boundaries: every engine does it, so it bounds every ratio), the
 rate in tokens per second (the tokens the authors' method feeds the model: both
 prefixes, every sampled token, every true-boundary token; the same count divides
 every engine's time) and, for comparison, the model's plain forward-pass
-throughput on full-context batches on the same device. ``--skip-naive`` leaves the
+throughput on full-context batches on the same device. ``--rounds N`` times every
+engine N times, alternating, and reports the totals. ``--skip-naive`` leaves the
 naive engine out (it is slow on big models). On a machine without osmnx/folium
 (a GPU box) run it as ``PYTHONPATH=. python scripts/bench_metrics.py ...``: only
 torch, transformers, numpy, scipy, tqdm and networkx are imported on this path.
@@ -36,6 +42,7 @@ torch, transformers, numpy, scipy, tqdm and networkx are imported on this path.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import tomllib
@@ -378,6 +385,15 @@ def authors_distinction(world, model, sampler, s: Settings, count: Counter):
             "distinction_recall": aggregate("distinction_recall", trials, "distinction_recall")}, trials
 
 
+def world_only(name, world, sampler, s: Settings):
+    """The world's share of a metric run: every trial's prefix pair (and true boundary), no model call."""
+    draw = sampler.compression_pair if name == "compression" else sampler.distinction_pair
+    for _, rng, pair in _draw_trials(name, draw, s, []):
+        rng.random((s.M, s.max_sample_len))
+        if name == "distinction":
+            _true_boundary(world, pair, s, rng)
+
+
 def forward_throughput(model: HFModel, batch: int, seconds: float = 2.0) -> float:
     """Tokens per second of the model's plain forward pass on full-context batches (no cache, no sampling)."""
     L = min(model.max_positions, 512)
@@ -425,6 +441,8 @@ def main(argv=None):
                     help="report trials whose scores differ instead of failing (GPU kernels may round differently "
                          "for differently shaped batches, moving a probability across epsilon)")
     ap.add_argument("--metrics", default="compression,distinction")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every engine this many times, alternating (rates and ratios over the total)")
     ap.add_argument("--forward-seconds", type=float, default=3.0, help="how long to time the plain forward pass")
     args = ap.parse_args(argv)
 
@@ -458,11 +476,12 @@ def main(argv=None):
             pass
 
     def timed(fn):
+        """``(result, wall seconds, CPU seconds of this process)``."""
         _sync(model)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
         _sync(model)
-        return out, time.perf_counter() - t0
+        return out, time.perf_counter() - t0, time.process_time() - c0
 
     def engine_compression():
         log = TrialLog(None, {})
@@ -478,42 +497,61 @@ def main(argv=None):
         "distinction": (engine_distinction, authors_distinction,
                         lambda: (naive_distinction(world, model, sampler, s), None)),
     }
+    load0 = os.getloadavg()
     rows = []
     for name in args.metrics.split(","):
         fast, authors, naive = engines[name]
-        count = Counter()
-        (a, a_trials), t_engine = timed(fast)
-        (b, b_trials), t_authors = timed(lambda: authors(world, model, sampler, s, count))
-        sa, sb = _scores(a_trials), _scores(b_trials)
-        differ = sorted(k for k in set(sa) | set(sb) if sa.get(k) != sb.get(k))
-        if differ:
-            print(f"{name}: {len(differ)} of {len(sa | sb)} trials differ between engine and authors: "
-                  + "; ".join(f"trial {k}: {sa.get(k)} vs {sb.get(k)}" for k in differ[:5]))
-        if not args.allow_mismatch:
-            assert not differ, name
-            for key in a:
-                assert a[key].to_dict() == b[key].to_dict(), (key, a[key], b[key])
-        t_naive = None
-        if not args.skip_naive:
-            (c, _), t_naive = timed(naive)
+        t = {k: np.zeros(2) for k in ("engine", "authors", "naive", "world")}
+        tokens = 0
+        for _ in range(args.rounds):  # the engines alternate, so a change of machine load hits all of them
+            count = Counter()
+            (a, a_trials), *te = timed(fast)
+            (b, b_trials), *ta = timed(lambda: authors(world, model, sampler, s, count))
+            t["engine"] += te
+            t["authors"] += ta
+            tokens += count.tokens
+            sa, sb = _scores(a_trials), _scores(b_trials)
+            differ = sorted(k for k in set(sa) | set(sb) if sa.get(k) != sb.get(k))
+            if differ:
+                print(f"{name}: {len(differ)} of {len(sa | sb)} trials differ between engine and authors: "
+                      + "; ".join(f"trial {k}: {sa.get(k)} vs {sb.get(k)}" for k in differ[:5]))
             if not args.allow_mismatch:
+                assert not differ, name
                 for key in a:
-                    assert a[key].to_dict() == c[key].to_dict(), (key, a[key], c[key])
-        rows.append((name, s.trials / t_engine, s.trials / t_authors, s.trials / t_naive if t_naive else None,
-                     t_authors / t_engine, t_naive / t_engine if t_naive else None, count.tokens / t_engine,
-                     count.tokens / t_authors, ", ".join(f"{k}={v.mean:.3f}" for k, v in a.items())))
+                    assert a[key].to_dict() == b[key].to_dict(), (key, a[key], b[key])
+            if not args.skip_naive:
+                (c, _), *tn = timed(naive)
+                t["naive"] += tn
+                if not args.allow_mismatch:
+                    for key in a:
+                        assert a[key].to_dict() == c[key].to_dict(), (key, a[key], c[key])
+            _, *tw = timed(lambda: world_only(name, world, sampler, s))
+            t["world"] += tw
+        rows.append((name, t, tokens, ", ".join(f"{k}={v.mean:.3f}" for k, v in a.items())))
+    load1 = os.getloadavg()
     fwd = forward_throughput(model, 64 if args.device == "cpu" else 512, args.forward_seconds)
     dev = torch.cuda.get_device_name() if args.device == "cuda" else f"cpu, {torch.get_num_threads()} thread(s)"
     n_params = sum(p.numel() for p in model.model.parameters())
-    print(f"task {task.name}, checkpoint {ck} ({n_params / 1e6:.2f}M parameters), device {dev}; {s.trials} trials, "
-          f"M={s.M}, {s.acceptance}, keep_top={_keep_top(s)}, batch_trials={s.batch_trials}")
+    n = s.trials * args.rounds
+    print(f"task {task.name}, checkpoint {ck} ({n_params / 1e6:.2f}M parameters), device {dev}; {s.trials} trials "
+          f"x {args.rounds} round(s), M={s.M}, {s.acceptance}, keep_top={_keep_top(s)}, batch_trials={s.batch_trials}, "
+          f"engine forward: {'lean GPT-2' if model.lean is not None else 'transformers'}")
+    print(f"machine load (1-min average) {load0[0]:.1f} before, {load1[0]:.1f} after; {os.cpu_count()} CPUs")
     print(f"{'metric':<12} {'engine/s':>9} {'authors/s':>9} {'naive/s':>8} {'vs authors':>10} {'vs naive':>8} "
-          f"{'engine tok/s':>12} {'authors tok/s':>13}  values (identical in all engines)")
-    for name, f, au, nv, ra, rn, tok_e, tok_a, vals in rows:
-        nv_s = f"{nv:8.2f}" if nv else f"{'-':>8}"
-        rn_s = f"{rn:7.1f}x" if rn else f"{'-':>8}"
-        print(f"{name:<12} {f:9.2f} {au:9.2f} {nv_s} {ra:9.1f}x {rn_s} {tok_e:12.0f} {tok_a:13.0f}  {vals}")
-    print(f"plain forward pass (full-context batches, no cache): {fwd:,.0f} tokens/s")
+          f"{'CPU: vs authors':>15} {'vs naive':>8} {'world/s':>8} {'engine tok/s':>12} {'authors tok/s':>13}  "
+          "values (identical in all engines)")
+    for name, t, tokens, vals in rows:
+        def rate(k):
+            return f"{n / t[k][0]:.2f}" if t[k][0] else "-"
+
+        def ratio(k, i):
+            return f"{t[k][i] / t['engine'][i]:.1f}x" if t[k][i] else "-"
+
+        print(f"{name:<12} {rate('engine'):>9} {rate('authors'):>9} {rate('naive'):>8} {ratio('authors', 0):>10} "
+              f"{ratio('naive', 0):>8} {ratio('authors', 1):>15} {ratio('naive', 1):>8} {rate('world'):>8} "
+              f"{tokens / t['engine'][0]:12.0f} {tokens / t['authors'][0]:13.0f}  {vals}")
+    print(f"plain forward pass (full-context batches, no cache): {fwd:,.0f} tokens/s; world/s: the world's own work "
+          "alone (drawing the prefix pairs and true boundaries every engine needs), the ceiling for any engine")
 
 
 if __name__ == "__main__":

@@ -166,3 +166,137 @@ def test_cache_keyword_follows_the_installed_release():
     gpt = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=8, n_head=1, vocab_size=5))
     major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
     assert cache_keyword(gpt) == ("cache" if (major, minor) >= (5, 24) else "past_key_values")
+
+
+# -- the lean GPT-2 forward (worldmodel.models.lean) against transformers' own ------------------------
+
+def _gpt2(seed=0, **cfg):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    base = dict(vocab_size=11, n_positions=40, n_embd=24, n_layer=2, n_head=3, resid_pdrop=0.0, embd_pdrop=0.0,
+                attn_pdrop=0.0)
+    model = GPT2LMHeadModel(GPT2Config(**{**base, **cfg})).eval()
+    with torch.no_grad():  # LayerNorms away from their initial 1/0, so they are really exercised
+        for name, p in model.named_parameters():
+            if "ln" in name:
+                p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+def _hf_logits(model, ids, mask):
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        return model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
+
+
+@pytest.mark.parametrize("cfg", [
+    {},
+    {"activation_function": "gelu_new", "layer_norm_epsilon": 1e-3},
+    {"activation_function": "relu", "n_inner": 40},
+    {"activation_function": "gelu_pytorch_tanh", "tie_word_embeddings": False},
+], ids=["default", "gelu_new-eps", "relu-inner", "untied"])
+def test_lean_forward_matches_transformers_on_padded_batches(cfg):
+    from worldmodel.models.lean import LeanGPT2
+
+    model = _gpt2(**cfg)
+    lean = LeanGPT2.wrap(model)
+    assert lean is not None
+    rng = np.random.default_rng(1)
+    lens = [9, 3, 1, 7]
+    S = max(lens)
+    ids = torch.zeros((len(lens), S), dtype=torch.long)
+    for side in ("left", "right"):
+        mask = torch.zeros_like(ids)
+        for r, n in enumerate(lens):
+            cols = slice(S - n, S) if side == "left" else slice(0, n)
+            ids[r, cols] = torch.as_tensor(rng.integers(1, 11, n))
+            mask[r, cols] = 1
+        ref = _hf_logits(model, ids, mask)
+        with torch.no_grad():
+            got, kv = lean.full(ids, mask)
+        real = mask.bool()
+        assert (got[real] - ref[real]).abs().max() < 1e-5, side
+        assert len(kv) == 2 and kv[0][0].shape == (4, 3, S, 8)
+
+
+def test_lean_decoding_state_matches_transformers_step_by_step():
+    """Shared prefixes, rows that branch, end and repeat, one token and blocks of tokens at a time."""
+    from worldmodel.models.lean import LeanGPT2, LeanState
+
+    model = _gpt2(seed=3)
+    lean = LeanGPT2.wrap(model)
+    rng = np.random.default_rng(2)
+    prefixes = [[1, 4, 5, 6, 2], [1, 3], [1, 7, 7], [1, 4, 5, 6, 2]]  # the last repeats the first
+    histories = [list(p) for p in prefixes]
+    with torch.no_grad():
+        state, last = LeanState.start(lean, prefixes, 0, 40, "cpu")
+        for r, p in enumerate(prefixes):
+            ref = _hf_logits(model, torch.tensor([p]), torch.ones((1, len(p)), dtype=torch.long))[0, -1]
+            assert (last[r] - ref).abs().max() < 1e-5
+        for step in range(7):
+            n = len(histories)
+            # each row ends, continues, or branches in two (the decoder's trie)
+            idx = [r for r in range(n) for _ in range(int(rng.choice([0, 1, 1, 2]) if n > 1 else 2))][:12]
+            idx = idx or [0]
+            state = state.rows(torch.tensor(idx))
+            histories = [list(histories[r]) for r in idx]
+            width = 1 if step != 4 else 3  # a block of three tokens once
+            feed = rng.integers(1, 11, (len(idx), width))
+            out = state.feed(torch.as_tensor(feed))
+            for r, h in enumerate(histories):
+                h.extend(int(x) for x in feed[r])
+                ref = _hf_logits(model, torch.tensor([h]), torch.ones((1, len(h)), dtype=torch.long))[0, -width:]
+                assert (out[r] - ref).abs().max() < 1e-5, (step, r)
+
+
+def test_lean_forward_is_used_only_where_it_computes_the_same_function():
+    from transformers import GPT2LMHeadModel
+
+    from worldmodel.models.lean import LeanGPT2
+
+    assert LeanGPT2.wrap(_gpt2()) is not None
+    for cfg in ({"scale_attn_by_inverse_layer_idx": True}, {"reorder_and_upcast_attn": True},
+                {"scale_attn_weights": False}, {"add_cross_attention": True}):
+        assert LeanGPT2.wrap(_gpt2(**cfg)) is None, cfg
+
+    class Custom(GPT2LMHeadModel):
+        pass
+
+    assert LeanGPT2.wrap(Custom(_gpt2().config)) is None
+    assert LeanGPT2.wrap(torch.nn.Linear(2, 2)) is None
+
+
+def test_engine_gives_the_same_answers_with_the_lean_forward_and_with_transformers(world):
+    vocab = Vocabulary(world.tokens)
+    lean = HFModel.untrained(vocab, dict(n_layer=2, n_embd=32, n_head=2, n_positions=64), seed=4)
+    plain = HFModel(lean.model, vocab, lean=False)
+    assert lean.lean is not None and plain.lean is None
+    rng = np.random.default_rng(3)
+    p1 = [("t0",), ("t1", "t2"), (), ("t3", "t3", "t1"), ("t0",)]
+    p2 = [("t2", "t2", "t2"), ("t0",), ("t1",), (), ("t1",)]
+    us = [rng.random((10, int(n))) for n in (6, 9, 4, 7, 5)]
+    rule = Epsilon(0.12)
+    for halt in (False, True):
+        assert lean.sample_contrast(p1, p2, us, rule, halt_on_reject=halt) == \
+            plain.sample_contrast(p1, p2, us, rule, halt_on_reject=halt)
+    suffixes = [[tuple(rng.choice(world.tokens, size=int(rng.integers(1, 20)))) for _ in range(4)] for _ in p1]
+    for trie_max_len in (16, 0):
+        lean.trie_max_len = plain.trie_max_len = trie_max_len
+        for a, b in zip(lean.score(p1, suffixes, rule), plain.score(p1, suffixes, rule)):
+            for x, y in zip(a, b):
+                assert np.abs(x.probs - y.probs).max() < 1e-5 and (x.accepted == y.accepted).all()
+
+
+def test_lean_prefix_memo_never_outlives_a_change_of_weights(world):
+    """The lean state keeps the last call's prefixes; writing the weights (training) must not reuse them."""
+    m = HFModel.untrained(Vocabulary(world.tokens), dict(n_layer=1, n_embd=16, n_head=2, n_positions=32), seed=5)
+    prefixes, sufs = [("t0", "t1"), ("t2",)], [[("t3", "t0")], [("t1",)]]
+    before = m.score(prefixes, sufs, Epsilon())
+    assert m.score(prefixes, sufs, Epsilon())[0][0].probs.tolist() == before[0][0].probs.tolist()
+    with torch.no_grad():
+        m.model.transformer.h[0].mlp.c_fc.weight.mul_(3.0)
+    after = m.score(prefixes, sufs, Epsilon())
+    fresh = HFModel(m.model, m.vocab).score(prefixes, sufs, Epsilon())
+    assert after[0][0].probs.tolist() == fresh[0][0].probs.tolist()
+    assert np.abs(after[0][0].probs - before[0][0].probs).max() > 1e-4

@@ -11,7 +11,6 @@ distinct sampled history (a trie); a sample stops at its first refused token.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Sequence
 
@@ -21,6 +20,7 @@ import torch
 from ..dfa import World
 from ..errors import WorldModelError
 from .base import Prefix, SampleGroup, Scored, SequenceModel, sampling_mask
+from .lean import HFState, LeanGPT2, LeanState
 from .vocab import Vocabulary
 
 
@@ -72,8 +72,10 @@ class HFModel(SequenceModel):
     """
 
     def __init__(self, model, vocab: Vocabulary, name: str = "hf", device: str | torch.device = "cpu",
-                 batch_rows: int = 512):
+                 batch_rows: int = 512, lean: bool = True):
         self.model = model.to(device).eval()
+        #: the lean GPT-2 forward (:mod:`.lean`) the engine decodes with, or None: through transformers
+        self.lean = LeanGPT2.wrap(self.model) if lean else None
         self.vocab = vocab
         self.tokens = vocab.tokens
         self.name = name
@@ -162,54 +164,28 @@ class HFModel(SequenceModel):
             )
 
     @torch.no_grad()
-    def _run_prefixes(self, prefixes: Sequence[Prefix]):
+    def _start(self, prefixes: Sequence[Prefix]):
         """Left-padded forward pass over prefixes (BOS prepended).
 
-        Returns (cache, last-position log-probs [B, V_all], attention mask [B, P],
-        real lengths [B]).
+        Returns (a decoding state with one row per prefix, last-position log-probs
+        [B, V_all], real lengths [B]). The state is a :class:`~.lean.LeanState`
+        where the lean forward applies, else a :class:`~.lean.HFState`; both offer
+        ``rows(idx)`` (continue rows ``idx``) and ``feed(tokens)`` (logits after them).
         """
         ids = [self._ids(p) for p in prefixes]
         lens = torch.tensor([len(x) for x in ids], device=self.device)
         P = int(lens.max())
         self._check_len(P)
+        if self.lean is not None:
+            state, logits = LeanState.start(self.lean, ids, self.vocab.pad_id, self.max_positions, self.device)
+            return state, torch.log_softmax(logits.float(), dim=-1), lens
         batch = torch.full((len(ids), P), self.vocab.pad_id, dtype=torch.long, device=self.device)
         mask = torch.zeros((len(ids), P), dtype=torch.long, device=self.device)
         for i, x in enumerate(ids):
             batch[i, P - len(x):] = torch.tensor(x, device=self.device)
             mask[i, P - len(x):] = 1
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        out, cache = self._forward(input_ids=batch, attention_mask=mask, position_ids=pos)
-        logp = torch.log_softmax(out.logits[:, -1].float(), dim=-1)
-        return cache, logp, mask, lens
-
-    @torch.no_grad()
-    def _extend(self, cache, rows: torch.Tensor, prefix_mask, lens, tokens: torch.Tensor, tok_mask: torch.Tensor,
-                reuse: bool = True):
-        """Run ``tokens`` [R, S] after the cached prefixes ``rows`` [R]; returns log-probs [R, S, V_all].
-
-        With ``reuse`` the cache is copied before its rows are selected (repeated), so
-        the original stays usable for the next batch; positions continue from each
-        prefix's real length.
-        """
-        c = copy.deepcopy(cache) if reuse else cache
-        c.batch_select_indices(rows)
-        mask = torch.cat([prefix_mask[rows], tok_mask], dim=1)
-        pos = lens[rows, None] - 1 + torch.arange(1, tokens.shape[1] + 1, device=self.device)[None, :]
-        pos = pos.clamp(max=self.max_positions - 1)  # only padding can reach past the context; it is masked
-        out, c = self._forward(c, input_ids=tokens, attention_mask=mask, position_ids=pos)
-        return torch.log_softmax(out.logits.float(), dim=-1), c, mask
-
-    @staticmethod
-    def _select_rows(cache, rows: torch.Tensor, n_rows: int) -> None:
-        """Keep (and repeat) the cache rows ``rows`` of ``n_rows``; nothing is copied when that is every row in order.
-
-        Once sampled histories have diverged, each trie node usually has exactly one
-        live child, so the selection is the identity and the copy of every layer's
-        keys and values can be skipped.
-        """
-        if len(rows) == n_rows and bool((rows == torch.arange(n_rows, device=rows.device)).all()):
-            return
-        cache.batch_select_indices(rows)
+        state, logits = HFState.start(self._forward, batch, mask, lens, self.max_positions)
+        return state, torch.log_softmax(logits.float(), dim=-1), lens
 
     def _domain(self, logp_all: torch.Tensor) -> torch.Tensor:
         """Probabilities restricted to domain-token columns."""
@@ -223,7 +199,7 @@ class HFModel(SequenceModel):
     def next_token_probs(self, prefixes):
         out = []
         for i in range(0, len(prefixes), self.batch_rows):
-            _, logp, _, _ = self._run_prefixes(prefixes[i:i + self.batch_rows])
+            _, logp, _ = self._start(prefixes[i:i + self.batch_rows])
             out.append(self._domain(logp).cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, len(self.tokens)))
 
@@ -241,11 +217,11 @@ class HFModel(SequenceModel):
                         results[i][j] = Scored(np.zeros(0), np.zeros(0, dtype=bool))
             if not live:
                 continue
-            cache, logp0, pmask, lens = self._run_prefixes([prefixes[i] for i in live])
+            state0, logp0, lens = self._start([prefixes[i] for i in live])
             probs0 = self._domain(logp0)
             jobs = [(k, i, j) for k, i in enumerate(live) for j, s in enumerate(suffixes[i]) if len(s)]
             if max(len(suffixes[i][j]) for _, i, j in jobs) <= self.trie_max_len:
-                self._score_trie(cache, probs0, pmask, lens, live, suffixes, jobs, acceptance, results)
+                self._score_trie(state0, probs0, lens, live, suffixes, jobs, acceptance, results)
                 continue
             for b0 in range(0, len(jobs), self.batch_rows):
                 batch = jobs[b0:b0 + self.batch_rows]
@@ -260,7 +236,8 @@ class HFModel(SequenceModel):
                 rows = torch.tensor([k for k, _, _ in batch], device=self.device)
                 if S > 1:
                     last = b0 + self.batch_rows >= len(jobs)  # the last batch may consume the cache
-                    logp, _, _ = self._extend(cache, rows, pmask, lens, ids[:, :-1], tmask[:, :-1], reuse=not last)
+                    state = state0.rows(rows, keep=not last)
+                    logp = torch.log_softmax(state.feed(ids[:, :-1], tmask[:, :-1]).float(), dim=-1)
                     dist = torch.cat([probs0[rows, None, :], self._domain(logp)], dim=1)
                 else:
                     dist = probs0[rows, None, :]
@@ -273,19 +250,18 @@ class HFModel(SequenceModel):
                     results[i][j] = Scored(p[r, :L].astype(np.float64), a[r, :L].astype(bool))
         return results  # type: ignore[return-value]
 
-    def _score_trie(self, cache, probs0, mask, lens, live, suffixes, jobs, acceptance, results) -> None:
+    def _score_trie(self, state, probs0, lens, live, suffixes, jobs, acceptance, results) -> None:
         """Score short suffixes level by level over their trie.
 
         Suffixes of one prefix share their beginnings (a true boundary is a set of
         minimal extensions of common interior paths), so each distinct beginning is
         run once: depth ``d`` feeds one token to every distinct length-``d``
         beginning that some longer suffix continues, selecting its parent's cache
-        row. Costs one forward pass per depth, with no padding and no copy of the
-        prefix cache per suffix.
+        row. Costs one forward pass per depth, with no padding (and, with the lean
+        forward, no copy of the prefix's keys and values at all).
         """
         levels = [probs0]  # levels[d][node] = next-token distribution after that node
         index: list[dict] = [{(k, ()): k for k in range(len(live))}]
-        pos = lens - 1
         depth = 1
         while True:
             want = sorted({(k, tuple(suffixes[i][j][:depth])) for k, i, j in jobs if len(suffixes[i][j]) > depth})
@@ -294,11 +270,9 @@ class HFModel(SequenceModel):
             parents = torch.tensor([index[-1][(k, path[:-1])] for k, path in want], dtype=torch.long, device=self.device)
             feed = torch.tensor([self.vocab.stoi[path[-1]] for _, path in want], dtype=torch.long, device=self.device)
             self._check_len(int(lens[[k for k, _ in want]].max()) + depth)
-            self._select_rows(cache, parents, len(mask))
-            mask, pos = mask[parents], pos[parents] + 1
-            mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=self.device)], dim=1)
-            o, cache = self._forward(cache, input_ids=feed[:, None], attention_mask=mask, position_ids=pos[:, None])
-            levels.append(self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1)))
+            state = state.rows(parents)
+            logits = state.feed(feed[:, None])
+            levels.append(self._domain(torch.log_softmax(logits[:, -1].float(), dim=-1)))
             index.append({key: n for n, key in enumerate(want)})
             depth += 1
         accepted = [acceptance.mask(p) for p in levels]
@@ -362,14 +336,13 @@ class HFModel(SequenceModel):
                 r += u.shape[0]
             max_len = torch.tensor([u.shape[1] for u in us for _ in range(u.shape[0])], device=dev)
             batch_prefixes = [prefixes[i] for i in pidx] + ([check_prefixes[i] for i in pidx] if check else [])
-            cache, logp0, mask, lens = self._run_prefixes(batch_prefixes)
+            state, logp0, lens = self._start(batch_prefixes)
             longest = torch.zeros(len(batch_prefixes), dtype=torch.long, device=dev)
             longest[:C] = torch.zeros(C, dtype=torch.long, device=dev).scatter_reduce(0, group, max_len, "amax")
             if check:
                 longest[C:] = longest[:C]
             self._check_len(int((lens + longest).max()) - 1)
             probs = self._domain(logp0)
-            pos = lens - 1
             toks = torch.full((R, max(T, 1)), -1, dtype=torch.long, device=dev)
             rejected_at = torch.full((R,), -1, dtype=torch.long, device=dev)
             halted = torch.zeros(C, dtype=torch.bool, device=dev)
@@ -410,12 +383,9 @@ class HFModel(SequenceModel):
                 node[live] = inverse
                 rows = torch.cat([parents, parents + n_nodes]) if check else parents
                 n_nodes = len(keys)
-                self._select_rows(cache, rows, len(mask))
-                mask, pos = mask[rows], pos[rows] + 1
+                state = state.rows(rows)
                 inp = self._col_ids[torch.cat([feed, feed]) if check else feed]
-                mask = torch.cat([mask, torch.ones((len(mask), 1), dtype=mask.dtype, device=dev)], dim=1)
-                o, cache = self._forward(cache, input_ids=inp[:, None], attention_mask=mask, position_ids=pos[:, None])
-                probs = self._domain(torch.log_softmax(o.logits[:, -1].float(), dim=-1))
+                probs = self._domain(torch.log_softmax(state.feed(inp[:, None])[:, -1].float(), dim=-1))
             toks_np, rej_np, kept_np = toks.cpu().numpy(), rejected_at.cpu().numpy(), kept.cpu().numpy()
             r = 0
             for k, u in zip(pidx, us):
