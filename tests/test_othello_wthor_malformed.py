@@ -324,3 +324,31 @@ def test_read_names_exactly(tmp_path):
         wthor.read_names(path, 20)
     with pytest.raises(WorldModelError, match=r"^WTHOR name file .*WTH\.TRN does not exist$"):
         wthor.read_names(tmp_path / "WTH.TRN", 26)
+
+
+def test_damaged_game_files_are_described_exactly(tmp_path, games):
+    records = [wthor.encode_game(g) for g in games[:5]]
+    wthor.write_database(tmp_path, {1999: records}, players=PLAYERS, tournaments=TOURNAMENTS)
+    path = tmp_path / "WTH_1999.wtb"
+    data = path.read_bytes()
+    for cut, message in [
+        (30, r"header says 5 games, record 4 \(0-based\) is cut off after 38 of 68 bytes$"),
+        (68, r"header says 5 games, the file holds 4 \(record 4 onwards missing\)$"),
+        (68 * 2 + 1, r"header says 5 games, record 2 \(0-based\) is cut off after 67 of 68 bytes$"),
+    ]:
+        path.write_bytes(data[:-cut])
+        for call in (wthor.read_wtb, wthor.read_wtb_array):
+            with pytest.raises(WorldModelError, match=r"^WTHOR game file .*WTH_1999\.wtb is truncated: " + message):
+                call(path)
+    path.write_bytes(data[:15])
+    with pytest.raises(WorldModelError, match=r"^WTHOR file .*WTH_1999\.wtb is truncated: 15 bytes, shorter than "):
+        wthor.read_wtb_array(path)
+    path.write_bytes(data)
+    head, table = wthor.read_wtb_array(path)
+    assert table.shape == (5, 68) and table.dtype == np.uint8 and bytes(table[3]) == records[3]
+
+
+def test_load_games_is_quiet_unless_asked(tmp_path, games, capsys):
+    wthor.write_database(tmp_path, {1999: [wthor.encode_game(games[0])]}, players=PLAYERS, tournaments=TOURNAMENTS)
+    wthor.load_games(tmp_path)
+    assert capsys.readouterr().err == ""
