@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from worldmodel.dfa import exact_boundary, is_valid, run
-from worldmodel.errors import WorldModelError
+from worldmodel.errors import TrialSkipped, WorldModelError
 from worldmodel.worlds.seating.backends import Backend, CachedBackend, RandomResponder, TrueResponder
 from worldmodel.worlds.seating.cache import ResponseCache
 from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate
@@ -315,30 +315,94 @@ def test_only_the_chosen_metrics_are_planned_and_asked():
 
 
 def test_planned_trials_are_exact_records():
+    """Each trial is drawn from its own stream, trial_seed(seed, "seating:<metric>", i), and records what it drew."""
+    from worldmodel.results import trial_seed
+    from worldmodel.worlds.seating.prompts import validity_prompt
+    from worldmodel.worlds.seating.world import (determining_statements, two_prefixes_different_states,
+                                                 two_prefixes_same_state)
+
     w = SeatingWorld(3)
     s = ProtocolSettings(states=3, seed=9)
-    for i in range(3):
+
+    def rng(metric, i):
+        return np.random.default_rng(trial_seed(9, f"seating:{metric}", i))
+
+    sources = []
+    for i in range(12):
         cap = protocol.plan_capability(w, s, i)
+        stmts, seating = determining_statements(w, rng("capability", i))
         assert cap["status"] == "ok" and (cap["trial"], cap["key"], cap["pair"]) == (i, str(i), str(i))
-        seating = next(iter(run(w, cap["statements"])))
-        assert cap["state"] == "".join(seating) and cap["truth"] == w.seat_of(seating, cap["person"])
+        assert cap["statements"] == list(stmts) and cap["state"] == "".join(seating)
+        assert cap["truth"] == w.seat_of(seating, cap["person"])
         assert cap["person"] in w.people and len(cap["prompts"]) == 1
         assert protocol.plan_capability(w, s, i) == cap                      # a function of (seed, trial)
         comp = protocol.plan_compression(w, s, i)
-        q = run(w, comp["prefix1"])
-        assert comp["state"] == w.state_key(q) and (comp["trial"], comp["key"], comp["pair"]) == (i, str(i), str(i))
+        p1, p2, q = two_prefixes_same_state(w, rng("compression", i), s.max_statements, s.max_prefix)
+        assert set(comp) == {"trial", "status", "key", "pair", "state", "prefix1", "prefix2", "continuations",
+                             "sources", "truth", "prompts"}
+        assert (comp["prefix1"], comp["prefix2"], comp["state"]) == (list(p1), list(p2), w.state_key(q))
+        assert (comp["trial"], comp["key"], comp["pair"], comp["status"]) == (i, str(i), str(i), "ok")
         assert comp["truth"] == [is_valid(w, c, q) for c in comp["continuations"]]
-        assert all(len(c) == s.k for c in comp["continuations"]) and len(comp["prompts"]) == 2 * s.samples
+        assert all(len(c) == s.k for c in comp["continuations"]) and len(comp["sources"]) == s.samples
+        assert comp["prompts"] == [x for c in comp["continuations"]
+                                   for x in (validity_prompt(3, p1, c), validity_prompt(3, p2, c))]
+        for c, src in zip(comp["continuations"], comp["sources"]):
+            assert src in ("valid", "uniform") and (src == "uniform" or is_valid(w, c, q))
+        sources += comp["sources"]
         dist = protocol.plan_distinction(w, s, i)
-        q1, q2 = run(w, dist["prefix1"]), run(w, dist["prefix2"])
+        p1, p2, q1, q2 = two_prefixes_different_states(w, rng("distinction", i), s.max_statements, s.max_prefix)
+        assert (dist["prefix1"], dist["prefix2"]) == (list(p1), list(p2))
+        assert (dist["trial"], dist["key"], dist["pair"]) == (i, str(i), str(i))
         assert dist["state"] == f"{w.state_key(q1)}|{w.state_key(q2)}"
         if dist["status"] == "ok":
             b = exact_boundary(w, q1, q2, s.k)
+            assert set(dist) == {"trial", "status", "key", "pair", "state", "prefix1", "prefix2", "boundary_size",
+                                 "suffixes", "prompts"}
             assert dist["boundary_size"] == len(b) and len(dist["suffixes"]) == min(5, len(b))
+            assert all(tuple(x) in b for x in dist["suffixes"])
             assert len({tuple(x) for x in dist["suffixes"]}) == len(dist["suffixes"])    # without replacement
-            assert len(dist["prompts"]) == 2 * len(dist["suffixes"])
+            assert dist["prompts"] == [y for x in dist["suffixes"]
+                                       for y in (validity_prompt(3, p1, x), validity_prompt(3, p2, x))]
         else:
             assert dist["reason"] == "empty true boundary (k=1)" and not exact_boundary(w, q1, q2, s.k)
+    assert 15 < sources.count("valid") < 45 and 15 < sources.count("uniform") < 45
+
+
+def test_a_trial_whose_draw_fails_is_skipped_with_the_reason(monkeypatch):
+    def refuse(*args, **kw):
+        raise TrialSkipped("cannot draw")
+
+    w = SeatingWorld(3)
+    s = ProtocolSettings(states=2)
+    for name, planner in [("determining_statements", protocol.plan_capability),
+                          ("two_prefixes_same_state", protocol.plan_compression),
+                          ("two_prefixes_different_states", protocol.plan_distinction)]:
+        with monkeypatch.context() as m:
+            m.setattr(protocol, name, refuse)
+            assert planner(w, s, 1) == {"trial": 1, "status": "skipped", "key": "1", "pair": "1",
+                                        "reason": "cannot draw"}
+
+
+def test_report_names_its_metrics_and_backend_and_asks_nothing_when_nothing_is_planned():
+    class Counting(TrueResponder):
+        calls = 0
+
+        def ask(self, prompts):
+            Counting.calls += 1
+            return super().ask(prompts)
+
+    rep = evaluate(Counting(), ProtocolSettings(states=2, max_prefix=0, metrics=("compression_precision",)))
+    assert Counting.calls == 0 and rep.metrics["compression_precision"].n == 0
+    rep = evaluate(Counting(), ProtocolSettings(states=2, seed=1))
+    assert Counting.calls == 1 and rep.backend == TrueResponder().describe() and rep.backend
+    assert all(rep.metrics[m].name == m for m in METRICS)
+    assert rep.summary()["backend"] == rep.backend
+
+
+def test_markdown_table_skips_any_missing_metric():
+    comp = MetricResult("compression_precision", 0.25, 0.5, 4, 0, 4)
+    rep = _report({"compression_precision": comp}, {"compression_precision": 1}, {"compression_precision": 8})
+    assert protocol.markdown_row_table({"x": rep}).splitlines()[2] == "| x | — | — | 0.25 (0.50), n=4 | 1/8 | — | — |"
 
 
 def test_trials_that_cannot_be_drawn_are_skipped_with_their_reason_and_ask_nothing():
@@ -354,7 +418,8 @@ def test_trials_that_cannot_be_drawn_are_skipped_with_their_reason_and_ask_nothi
     comp, dist = rep.metrics["compression_precision"], rep.metrics["distinction_recall"]
     assert comp.n == 0 and comp.failures == {"no two different prefixes to one state in 50 draws": 3}
     assert dist.n == 0 and dist.failures == {"no two different states in 50 draws": 3}
-    assert all(t == protocol._skipped(i, t["reason"]) for i, t in enumerate(rep.trials["compression_precision"]))
+    for m in ("compression_precision", "distinction_recall"):
+        assert all(t == protocol._skipped(i, t["reason"]) for i, t in enumerate(rep.trials[m]))
     assert rep.answers["compression_precision"] == 0 and rep.answers["distinction_recall"] == 0
     assert Recording.asked == 3 == rep.answers["capability"]
 
@@ -368,3 +433,4 @@ def test_a_pair_with_an_empty_bounded_boundary_is_skipped_with_its_states():
         q1, q2 = run(w, t["prefix1"]), run(w, t["prefix2"])
         assert t["reason"] == "empty true boundary (k=1)" and t["state"] == f"{w.state_key(q1)}|{w.state_key(q2)}"
         assert q1 != q2 and exact_boundary(w, q1, q2, 1) == [] and "prompts" not in t
+        assert (t["trial"], t["key"], t["pair"]) == (int(t["key"]), t["key"], t["key"])
