@@ -339,3 +339,21 @@ def test_random_dfa_arguments():
     for bad in [(0, 3), (3, 0), (3, [])]:
         with pytest.raises(WorldModelError, match="at least one state and one token"):
             random_dfa(*bad, rng=0)
+
+
+def test_helpers_never_step_from_reject():
+    """World.step need not accept REJECT (run() never passes it); the helpers must not either."""
+
+    class Strict(Counter):
+        def step(self, state, token):
+            assert state is not REJECT, "stepped from REJECT"
+            return super().step(state, token)
+
+    w = Strict()
+    assert first_rejection(w, REJECT, ["up", "down"]) == 0
+    assert first_rejection(w, 2, ["down", "up", "up", "up"]) == 2
+    assert exact_boundary(w, 1, REJECT, 3) == [("down",), ("stay",), ("up",)]
+    assert exact_boundary(w, 0, 2, 2) == [("stay", "up"), ("up",)] and exact_boundary(w, REJECT, 1, 2) == []
+    assert run(w, ["up", "up", "up", "up", "up"]) is REJECT
+    assert sampled_boundary(w, 0, 2, 60, 3, np.random.default_rng(0)) == exact_boundary(w, 0, 2, 3) == [
+        ("stay", "stay", "up"), ("stay", "up"), ("up",)]
