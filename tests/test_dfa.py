@@ -357,3 +357,19 @@ def test_helpers_never_step_from_reject():
     assert run(w, ["up", "up", "up", "up", "up"]) is REJECT
     assert sampled_boundary(w, 0, 2, 60, 3, np.random.default_rng(0)) == exact_boundary(w, 0, 2, 3) == [
         ("stay", "stay", "up"), ("stay", "up"), ("up",)]
+
+
+@pytest.mark.parametrize("delta, tokens, minimal_delta", [
+    # both already minimal; on each, refining with a split block's halves left off the worklist
+    # merges states that differ (a worklist bug the random property tests above can miss)
+    ([[-1, 1, -1], [2, -1, 3], [-1, 1, 2], [-1, 3, -1]], ["a", "b", "c"],
+     [[-1, 1, -1], [2, -1, 3], [-1, 1, 2], [-1, 3, -1]]),
+    ([[3, 1], [4, 2], [1, 4], [2, -1], [5, 6], [7, -1], [6, -1], [6, 6]], ["a", "b"],
+     [[1, 2], [3, -1], [4, 3], [2, 4], [5, 6], [7, -1], [6, -1], [6, 6]]),
+])
+def test_minimise_keeps_distinct_states_apart(delta, tokens, minimal_delta):
+    dfa = ExplicitDFA(delta, tokens)
+    m, _ = dfa.minimise()
+    assert m.delta.tolist() == minimal_delta and dfa.is_minimal()
+    for i, j in itertools.combinations(range(dfa.n_states), 2):
+        assert counterexample(with_start(dfa, i), with_start(dfa, j)) is not None
