@@ -10,7 +10,7 @@ so an interrupted run resumes where it stopped; they are thrown away (and the mo
 mutated afresh) when the module's source has changed since they were made.
 
     python scripts/mutation.py run [MODULE ...]          # all configured modules, or the named ones
-    python scripts/mutation.py run wthor --survivors     # rerun only survivors (after adding tests)
+    python scripts/mutation.py run wthor --survivors     # rerun survivors and timeouts (after adding tests)
     python scripts/mutation.py run dfa --fresh           # throw the module's results away first
     python scripts/mutation.py list                      # modules, their tests and folders
 
@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".mutation"
 SURVIVED_CODES = {0, 5, 33}   # survived, no tests (mutmut's exit codes as stored in the .meta files)
+TIMEOUT_CODES = {36, 24, -24, 152, 255}   # rerun too: a worker that hung is not a test that failed
 
 
 def fail(msg: str) -> int:
@@ -134,7 +135,7 @@ def survivors(folder: Path, module: str) -> list[str]:
     if not meta.exists():
         return []
     codes = json.loads(meta.read_text())["exit_code_by_key"]
-    return sorted(k for k, v in codes.items() if v in SURVIVED_CODES)
+    return sorted(k for k, v in codes.items() if v in SURVIVED_CODES | TIMEOUT_CODES)
 
 
 def main(argv=None) -> int:
@@ -144,7 +145,7 @@ def main(argv=None) -> int:
     r.add_argument("modules", nargs="*")
     r.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS", "1")), help="mutmut workers (JOBS)")
     g = r.add_mutually_exclusive_group()
-    g.add_argument("--survivors", action="store_true", help="rerun only the survivors and no-test mutants")
+    g.add_argument("--survivors", action="store_true", help="rerun only the survivors, no-test and timed-out mutants")
     g.add_argument("--fresh", action="store_true", help="throw the module's earlier results away first")
     sub.add_parser("list", help="the configured modules and their tests")
     args = ap.parse_args(argv)
