@@ -373,3 +373,28 @@ def test_minimise_keeps_distinct_states_apart(delta, tokens, minimal_delta):
     assert m.delta.tolist() == minimal_delta and dfa.is_minimal()
     for i, j in itertools.combinations(range(dfa.n_states), 2):
         assert counterexample(with_start(dfa, i), with_start(dfa, j)) is not None
+
+
+def test_random_dfa_is_stable_for_a_seed():
+    """The toy-DFA task and its published results are built from random_dfa(seed): the tables must not drift."""
+    assert random_dfa(5, 2, 0, minimal=False).delta.tolist() == [[2, 1], [3, 1], [1, 0], [-1, 4], [-1, 4]]
+    assert random_dfa(5, 2, 0).delta.tolist() == [[1, 2], [2, 0], [3, 2], [-1, 3]]          # minimised by default
+    assert random_dfa(6, 2, 5, minimal=False).delta.tolist() == [[4, 1], [-1, 2], [3, -1], [3, 1], [5, 5], [-1, 2]]
+    # about reject_prob (0.4 by default) of the transitions not used by the spanning tree are rejected
+    big = random_dfa(40, 5, 0, minimal=False).delta
+    assert 0.2 < (big < 0).mean() < 0.45
+    assert (random_dfa(40, 5, 0, reject_prob=0.0, minimal=False).delta >= 0).all()
+    with pytest.raises(WorldModelError, match=r"^random_dfa needs at least one state and one token$"):
+        random_dfa(0, 2, 0)
+    assert random_dfa(1, 1, 0).delta.tolist() == [[0]]
+
+
+def test_tables_are_stored_as_integers_and_masks_as_booleans():
+    dfa = ExplicitDFA(np.array([[1.0, -1.0], [0.0, 1.0], [2.0, 2.0]]), ["a", "b"])
+    assert dfa.delta.dtype == np.int64 and dfa.step(0, "a") == 1
+    m, class_of = dfa.minimise()
+    assert class_of.dtype == np.int64 and class_of.tolist() == [0, 1, -1] and m.delta.dtype == np.int64
+    assert dfa.reachable().dtype == bool and dfa.reachable().tolist() == [True, True, False]
+    # an empty alphabet is a DFA too: nothing is valid anywhere
+    empty = ExplicitDFA(np.zeros((1, 0)), [])
+    assert empty.valid_tokens(0) == [] and empty.minimise()[0].delta.shape == (1, 0)
