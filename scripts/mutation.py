@@ -12,6 +12,7 @@ mutated afresh) when the module's source has changed since they were made.
     python scripts/mutation.py run [MODULE ...]          # all configured modules, or the named ones
     python scripts/mutation.py run wthor --survivors     # rerun survivors and timeouts (after adding tests)
     python scripts/mutation.py run dfa --fresh           # throw the module's results away first
+    python scripts/mutation.py run dfa --keep            # after a small fix: rerun only the changed functions
     python scripts/mutation.py list                      # modules, their tests and folders
 
 MODULE is a module's file stem (``dfa``, ``wthor``, ``world`` ...) or its path.
@@ -95,14 +96,17 @@ def copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def prepare(module: str, base: dict, tests: list[str], fresh: bool) -> Path:
+def prepare(module: str, base: dict, tests: list[str], fresh: bool, keep: bool = False) -> Path:
     folder = folder_of(module)
     record = folder / "run.json"
     source_sha = sha256(ROOT / module)
-    if folder.exists() and (fresh or not record.exists()
-                            or json.loads(record.read_text()).get("source_sha256") != source_sha):
+    changed = record.exists() and json.loads(record.read_text()).get("source_sha256") != source_sha
+    if folder.exists() and (fresh or not record.exists() or (changed and not keep)):
         print(f"{module}: source changed since the last run (or --fresh): starting afresh")
         shutil.rmtree(folder)
+    elif changed:
+        # mutmut mutates the file again and resets the results of the functions whose code changed
+        print(f"{module}: source changed; keeping the results of unchanged functions (--keep)")
     folder.mkdir(parents=True, exist_ok=True)
     for sub in ("worldmodel", "tests", "tasks"):
         if (ROOT / sub).exists():
@@ -147,6 +151,9 @@ def main(argv=None) -> int:
     g = r.add_mutually_exclusive_group()
     g.add_argument("--survivors", action="store_true", help="rerun only the survivors, no-test and timed-out mutants")
     g.add_argument("--fresh", action="store_true", help="throw the module's earlier results away first")
+    r.add_argument("--keep", action="store_true",
+                   help="after a change to the module, keep the results of the functions that did not change "
+                        "(mutmut reruns the changed ones); default: start afresh")
     sub.add_parser("list", help="the configured modules and their tests")
     args = ap.parse_args(argv)
 
@@ -169,7 +176,7 @@ def main(argv=None) -> int:
     except ImportError:
         return fail("mutmut is not installed (pip install -e '.[mutation]')")
     for module in chosen:
-        folder = prepare(module, base, table[module], args.fresh)
+        folder = prepare(module, base, table[module], args.fresh, args.keep)
         names = survivors(folder, module) if args.survivors else []
         if args.survivors and not names:
             print(f"{module}: no survivors to rerun")

@@ -263,3 +263,33 @@ def test_replay_batch_counts_moves_after_the_end_and_off_board_squares_as_illega
     assert (int(black[2]), int(white[2])) == (after3.black, after3.white)
     after1 = replay(g[:1], 6)[-1]
     assert (int(black[1]), int(white[1])) == (after1.black, after1.white)   # the position before the bad move
+
+
+def test_defaults_are_the_8x8_board():
+    u = game_uniforms(0, 0, 1, 60)[0]
+    assert random_game_scalar(u) == random_game_scalar(u, 8) == random_games(1, 8, seed=0)[0]
+    g = random_games(2, 8, seed=1)
+    arr = np.full((2, 60), -1)
+    for i, x in enumerate(g):
+        arr[i, :len(x)] = x
+    for a, b in zip(replay_batch(arr), replay_batch(arr, 8)):
+        assert np.array_equal(a, b)
+    with pytest.raises(WorldModelError, match=r"^the batched engine handles boards up to 8x8, not 9x9$"):
+        replay_batch(arr, 9)
+
+
+def test_replay_batch_keeps_the_first_illegal_move_even_at_move_one():
+    g = random_games(1, 6, seed=2)[0]
+    arr = np.full((2, 32), -1)
+    arr[0, :4] = [0, g[0], g[1], 0]             # a1 is never a first move; later moves do not overwrite it
+    arr[1, :len(g)] = g
+    bad, over, black, white = replay_batch(arr, 6)
+    assert bad.tolist() == [0, -1] and over.tolist() == [False, True]
+    start = Position.start(6)
+    assert (int(black[0]), int(white[0])) == (start.black, start.white)
+
+
+def test_from_text_refuses_cells_of_several_characters():
+    for cell in ("XX", "XO", "OO", "Bb"):
+        with pytest.raises(WorldModelError, match=rf"^board row 2: unknown cell '{cell}'$"):
+            Position.from_text([". . . .", f". {cell} . .", ". . . .", ". . . ."], BLACK)

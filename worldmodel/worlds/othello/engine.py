@@ -264,9 +264,9 @@ class Position:
                 raise WorldModelError(f"board row {k + 1} has {len(cells)} cells, expected {n}")
             r = n - 1 - k
             for c, ch in enumerate(cells):
-                if ch in "XxBb":
+                if ch in ("X", "x", "B", "b"):
                     black |= 1 << (r * n + c)
-                elif ch in "OoWw":
+                elif ch in ("O", "o", "W", "w"):
                     white |= 1 << (r * n + c)
                 elif ch != ".":
                     raise WorldModelError(f"board row {k + 1}: unknown cell {ch!r}")
