@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import numpy as np
 import pytest
 
@@ -35,9 +36,9 @@ def load(tmp_path, records, **kw):
     return wthor.load_games(tmp_path, complete_only=False, **kw)
 
 
-@pytest.mark.parametrize("value", [50, 10, 80, 9, 19, 89, 90, 91, 99, 100, 255])
+@pytest.mark.parametrize("value", [50, 10, 80, 9, 19, 89, 90, 91, 99, 100, 255, 1, 5, 8])
 def test_bad_move_bytes_are_counted_never_dropped(tmp_path, games, value):
-    """Column 0 (50, 10, 80), column 9 (9, 19, 89) and rows 0 or >= 9 are not squares."""
+    """Column 0 (50, 10, 80), column 9 (9, 19, 89) and rows 0 (1, 5, 8) or >= 9 are not squares."""
     good = wthor.encode_game(games[0])
     bad = with_byte(wthor.encode_game(games[1]), 7, value)
     kept, report = load(tmp_path, [good, bad])
@@ -60,7 +61,7 @@ def test_bad_move_byte_in_the_last_slot_and_first_slot(tmp_path, games):
 
 
 @pytest.mark.parametrize("field, value", [("tournament", 2), ("black", 3), ("white", 3), ("tournament", 65535),
-                                          ("black", 999)])
+                                          ("black", 999), ("black", 256), ("white", 513), ("tournament", 256)])
 def test_out_of_range_name_indices_are_counted(tmp_path, games, field, value):
     ok = dict(tournament=1, black=2, white=0)
     good = wthor.encode_game(games[0], **ok)
@@ -247,7 +248,8 @@ def test_load_games_folder_errors_and_progress(tmp_path, games, capsys, monkeypa
     with pytest.raises(WorldModelError, match=r"^WTHOR data folder .*empty holds no \.wtb game files$"):
         wthor.load_games(empty)
     kept, report = wthor.load_games(str(tmp_path), progress=True)
-    assert "WTHOR files" in capsys.readouterr().err and len(kept) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"(^|\r)WTHOR files: ", err) and re.search(r"file/s|s/file", err) and len(kept) == 1
     monkeypatch.setenv("WORLDMODEL_OTHELLO_DATA", str(tmp_path))
     assert [g.moves for g in wthor.load_games()[0]] == [tuple(games[0])]       # the default folder
 
@@ -340,6 +342,10 @@ def test_damaged_game_files_are_described_exactly(tmp_path, games):
         for call in (wthor.read_wtb, wthor.read_wtb_array):
             with pytest.raises(WorldModelError, match=r"^WTHOR game file .*WTH_1999\.wtb is truncated: " + message):
                 call(path)
+    path.write_bytes(data + bytes(7))
+    with pytest.raises(WorldModelError, match=r"^WTHOR game file .*WTH_1999\.wtb: 7 bytes after the 5 records "
+                                              r"the header announces$"):
+        wthor.read_wtb(path)
     path.write_bytes(data[:15])
     with pytest.raises(WorldModelError, match=r"^WTHOR file .*WTH_1999\.wtb is truncated: 15 bytes, shorter than "):
         wthor.read_wtb_array(path)
@@ -352,3 +358,27 @@ def test_load_games_is_quiet_unless_asked(tmp_path, games, capsys):
     wthor.write_database(tmp_path, {1999: [wthor.encode_game(games[0])]}, players=PLAYERS, tournaments=TOURNAMENTS)
     wthor.load_games(tmp_path)
     assert capsys.readouterr().err == ""
+
+
+def test_name_indices_above_255_and_empty_files_on_the_way(tmp_path, games):
+    players = [f"P{i}" for i in range(300)]
+    tournaments = [f"T{i}" for i in range(260)]
+    records = [wthor.encode_game(games[0], tournament=258, black=257, white=299),
+               wthor.encode_game(games[1], tournament=1, black=299, white=256)]
+    wthor.write_database(tmp_path, {1998: [], 1999: records, 2000: []}, players=players, tournaments=tournaments)
+    kept, report = wthor.load_games(tmp_path, complete_only=False)
+    assert [(g.tournament, g.black, g.white) for g in kept] == [("T258", "P257", "P299"), ("T1", "P299", "P256")]
+    assert (report.files, report.records, report.kept) == (3, 2, 2)
+
+
+def test_filter_counts_add_up(tmp_path, games):
+    records = [wthor.encode_game(g, tournament=i % 2) for i, g in enumerate(games)]          # 3 "Open", 3 "Cup"
+    records.append(wthor.encode_game(games[0][:5]))
+    records.append(wthor.encode_game(games[1][:7], tournament=1))
+    wthor.write_database(tmp_path, {1999: records}, players=PLAYERS, tournaments=TOURNAMENTS)
+    _, report = wthor.load_games(tmp_path, include_tournaments=["cup"], complete_only=False)
+    assert report.filtered == {"tournament": 4}
+    _, report = wthor.load_games(tmp_path, exclude_tournaments=["cup"], complete_only=False)
+    assert report.filtered == {"tournament": 4}
+    kept, report = wthor.load_games(tmp_path)
+    assert report.filtered == {"incomplete": 2} and len(kept) == 6
