@@ -461,13 +461,14 @@ def test_metrics_pass_their_settings_to_the_model():
 
     world = Ending([[1, 1, -1], [1, -1, 0]], TOKENS)
 
+    calls = []
+
     class Recording(TrueWorldModel):
         max_positions = 4                     # with a BOS: room for 4 - len(longer prefix) - 1 tokens
-        calls: list = []
 
         def sample_contrast(self, prefixes, check_prefixes, uniforms, acceptance, stop_tokens=frozenset(),
                             halt_on_reject=False, keep_top=True):
-            Recording.calls.append(dict(shapes=[u.shape for u in uniforms], lens=[max(len(a), len(b)) for a, b in
+            calls.append(dict(shapes=[u.shape for u in uniforms], lens=[max(len(a), len(b)) for a, b in
                                                                                 zip(prefixes, check_prefixes)],
                                         acceptance=acceptance, stop=stop_tokens, halt=halt_on_reject, keep=keep_top))
             return super().sample_contrast(prefixes, check_prefixes, uniforms, acceptance, stop_tokens,
@@ -477,11 +478,11 @@ def test_metrics_pass_their_settings_to_the_model():
     s = Settings(M=4, trials=6, max_sample_len=3, keep_top=False, acceptance="top-k:1", batch_trials=4)
     compression(world, model, FixedPairs(world, COMP, DIST), s, progress=False)
     distinction(world, model, FixedPairs(world, COMP, DIST), s, progress=False)
-    comp_calls, dist_calls = Recording.calls[:2], Recording.calls[2:]
+    comp_calls, dist_calls = calls[:2], calls[2:]
     assert [len(c["shapes"]) for c in comp_calls] == [4, 2] and [len(c["shapes"]) for c in dist_calls] == [4, 2]
-    for c in Recording.calls:
+    for c in calls:
         for shape, n in zip(c["shapes"], c["lens"]):
             assert shape == (4, min(3, 4 - n - 1))
         assert c["acceptance"] == TopK(1) and c["stop"] == frozenset({"c"}) and c["keep"] is False
     assert all(c["halt"] for c in comp_calls) and not any(c["halt"] for c in dist_calls)
-    assert {shape[1] for c in Recording.calls for shape in c["shapes"]} == {1, 2}      # cut to the room left
+    assert {shape[1] for c in calls for shape in c["shapes"]} == {1, 2}      # cut to the room left
