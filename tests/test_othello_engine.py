@@ -293,3 +293,19 @@ def test_from_text_refuses_cells_of_several_characters():
     for cell in ("XX", "XO", "OO", "Bb"):
         with pytest.raises(WorldModelError, match=rf"^board row 2: unknown cell '{cell}'$"):
             Position.from_text([". . . .", f". {cell} . .", ". . . .", ". . . ."], BLACK)
+
+
+def test_more_defaults_messages_and_chunk_counts(monkeypatch, capsys):
+    assert random_games(2) == random_games(2, 8, seed=0)
+    g = random_games(1, 8, seed=0)[0][:5]
+    assert replay(g) == replay(g, 8)
+    assert capsys.readouterr().err == ""                               # no progress bar unless asked
+    random_games(3, 6, seed=1, progress=True)
+    assert "random 6x6 games" in capsys.readouterr().err
+    with pytest.raises(WorldModelError, match=r"^move 2 \(h8\) is illegal$"):
+        replay([sq("f5"), sq("h8")], 8)
+    with pytest.raises(WorldModelError, match=r"^move 1 \(64\) is illegal$"):
+        replay([64], 8)
+    monkeypatch.setattr(engine, "CHUNK", 8)
+    for n in (7, 8, 9, 23, 24):
+        assert len(random_games(n, 6, seed=3)) == n
