@@ -486,3 +486,20 @@ def test_metrics_pass_their_settings_to_the_model():
         assert c["acceptance"] == TopK(1) and c["stop"] == frozenset({"c"}) and c["keep"] is False
     assert all(c["halt"] for c in comp_calls) and not any(c["halt"] for c in dist_calls)
     assert {shape[1] for c in calls for shape in c["shapes"]} == {1, 2}      # cut to the room left
+
+
+def test_next_token_logs_its_trials_and_shows_progress_by_default(tmp_path, capsys):
+    import re
+
+    from worldmodel.results import trial_seed
+
+    world = ExplicitDFA([[1, 1, -1], [1, -1, 0]], TOKENS)
+    seqs = [("a", "c", "b"), ("b", "a")]
+    log = TrialLog(tmp_path / "n.jsonl", {"k": 1})
+    res = next_token(world, TrueWorldModel(world), seqs, Settings(seed=4), log)
+    assert res.mean == 1.0
+    assert re.search(r"(^|\r)next-token: ", capsys.readouterr().err)
+    trials = [json.loads(l) for l in (tmp_path / "n.jsonl").read_text().splitlines()[1:]]
+    assert [(t["trial"], t["seed"], t["n_prefixes"], t["n_correct"]) for t in trials] == [
+        (0, trial_seed(4, "next-token", 0), 3, 3), (1, trial_seed(4, "next-token", 1), 2, 2)]
+    assert Settings.from_dict({"M": 3}) == Settings(M=3)

@@ -309,3 +309,7 @@ def test_more_defaults_messages_and_chunk_counts(monkeypatch, capsys):
     monkeypatch.setattr(engine, "CHUNK", 8)
     for n in (7, 8, 9, 23, 24):
         assert len(random_games(n, 6, seed=3)) == n
+
+
+def test_position_start_defaults_to_8x8():
+    assert Position.start() == Position.start(8) and Position.start().n == 8
