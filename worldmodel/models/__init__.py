@@ -5,6 +5,8 @@
 * :mod:`.true` — :class:`TrueWorldModel`, the world itself (uniform over valid tokens);
 * :mod:`.vocab` — :class:`Vocabulary`, domain tokens <-> model ids (``vocab.json``);
 * :mod:`.hf` — :class:`HFModel`, any Hugging Face causal LM with a saved vocabulary;
+* :mod:`.lean` — the engine's own forward pass for GPT-2-shaped checkpoints and
+  the decoding states :class:`HFModel` runs on (shared prefix keys and values);
 * :mod:`.importers` — checkpoints from elsewhere (the paper's, Li et al.'s minGPT,
   nanoGPT, Hugging Face models with their own tokenizer): detection, safe reading,
   conversion (``worldmodel import``) and :func:`~.importers.load_checkpoint`.

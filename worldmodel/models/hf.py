@@ -5,6 +5,9 @@ scored or sampled after it, in batches, with prefixes left-padded and positions 
 so that padding never changes the numbers. While sampling after one prefix and
 checking after another, both run in lock step in one batch, with one row per
 distinct sampled history (a trie); a sample stops at its first refused token.
+For GPT-2-shaped models these run on the lean forward of :mod:`.lean` (each
+prefix's keys and values shared by its rows, a preallocated buffer for the rest);
+any other model through transformers and its own cache.
 :meth:`HFModel.untrained` builds a randomly initialised network of a checkpoint's
 (or a task's) architecture.
 """
