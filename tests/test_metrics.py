@@ -502,4 +502,5 @@ def test_next_token_logs_its_trials_and_shows_progress_by_default(tmp_path, caps
     trials = [json.loads(l) for l in (tmp_path / "n.jsonl").read_text().splitlines()[1:]]
     assert [(t["trial"], t["seed"], t["n_prefixes"], t["n_correct"]) for t in trials] == [
         (0, trial_seed(4, "next-token", 0), 3, 3), (1, trial_seed(4, "next-token", 1), 2, 2)]
+    assert all(t["key"] == t["pair"] == str(t["trial"]) and t["status"] == "ok" for t in trials)   # one group each
     assert Settings.from_dict({"M": 3}) == Settings(M=3)
