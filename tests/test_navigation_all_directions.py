@@ -321,3 +321,10 @@ def test_the_second_prefix_is_drawn_up_to_eight_times(world, repeats, found):
     else:
         with pytest.raises(TrialSkipped, match=r"\(last: only one prefix of length 1 reaches r1c1->r1c1\)$"):
             sampler.compression_pair(rng)
+
+
+def test_next_token_positions_are_the_moves_after_origin_and_destination(world):
+    seq = ["p", "q", "NE", "NE", "N", "N", END_TOKEN]
+    assert list(world.next_token_positions(seq)) == [2, 3, 4, 5, 6]
+    assert list(world.next_token_positions(seq[:2])) == [] and list(world.next_token_positions(seq[:1])) == []
+    assert list(world.next_token_positions([])) == [] and list(world.next_token_positions(seq[:3])) == [2]
