@@ -504,3 +504,23 @@ def test_next_token_logs_its_trials_and_shows_progress_by_default(tmp_path, caps
         (0, trial_seed(4, "next-token", 0), 3, 3), (1, trial_seed(4, "next-token", 1), 2, 2)]
     assert all(t["key"] == t["pair"] == str(t["trial"]) and t["status"] == "ok" for t in trials)   # one group each
     assert Settings.from_dict({"M": 3}) == Settings(M=3)
+
+
+def test_results_are_named_and_seeded_per_metric_and_show_progress_by_default(tmp_path, capsys):
+    import re
+
+    from worldmodel.results import trial_seed
+
+    log = TrialLog(tmp_path / "c.jsonl", {})
+    res = compression(WORLD, TrueWorldModel(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=3, M=2, seed=5),
+                      log)
+    assert res.name == "compression_precision" and re.search(r"(^|\r)compression: ", capsys.readouterr().err)
+    assert [t["seed"] for t in log.trials()] == [trial_seed(5, "compression", i) for i in range(3)]
+    world = ExplicitDFA([[1, 1, -1], [1, -1, 0]], TOKENS)
+    seqs = [("a", "c"), ("a",)]
+    assert next_token(world, TrueWorldModel(world), seqs, Settings(), progress=False).name == "next_token"
+    per_seq = next_token(world, TrueWorldModel(world), [("a", "c"), ()], Settings(next_token_pooling="sequences"),
+                         progress=False)
+    assert per_seq.name == "next_token" and per_seq.mean == 1.0 and per_seq.n == 1 and per_seq.n_failed == 1
+    none = probe(world, TrueWorldModel(world), seqs, Settings(), progress=False)
+    assert none.name == "probe"
