@@ -60,8 +60,9 @@ class World(ABC):
     Subclasses define :attr:`tokens`, :meth:`initial_state` and :meth:`step`.
     States must be hashable and two states must compare equal exactly when they are
     the same Myhill–Nerode class (accept the same futures); metrics rely on this to
-    decide "same state" versus "different states". :meth:`valid_tokens` has a
-    generic implementation that subclasses usually override for speed.
+    decide "same state" versus "different states". :meth:`valid_tokens` and
+    :meth:`random_walk` have generic implementations that subclasses may override for
+    speed (with identical results; Othello overrides both).
     """
 
     #: The alphabet Σ, in a fixed order. Model adapters build their vocabulary from it.
@@ -85,6 +86,28 @@ class World(ABC):
         if state is REJECT:
             return []
         return [t for t in self.tokens if self.step(state, t) is not REJECT]
+
+    def random_walk(self, state: Hashable, max_len: int, rng: np.random.Generator) -> Suffix:
+        """A continuation from ``state`` choosing uniformly among valid tokens at each step.
+
+        Stops after ``max_len`` tokens, at a state with no valid token, or after a stop
+        token. Each step draws ``rng.integers(len(options))`` once, ``options`` being
+        :meth:`valid_tokens` of the current state, and takes that option. A world may
+        override this for speed only with the same result: the same tokens and the
+        same draws from ``rng`` (so ``rng`` ends in the same state).
+        """
+        out: list[Token] = []
+        s = state
+        while len(out) < max_len:
+            options = self.valid_tokens(s)
+            if not options:
+                break
+            t = options[int(rng.integers(len(options)))]
+            out.append(t)
+            if t in self.stop_tokens:
+                break
+            s = self.step(s, t)
+        return tuple(out)
 
     def state_key(self, state: Hashable) -> str:
         """A JSON-friendly name for a state, used to group trials in results."""
@@ -198,20 +221,10 @@ def random_walk(
     """A continuation from ``state`` choosing uniformly among valid tokens at each step.
 
     Stops after ``max_len`` tokens, at a state with no valid token, or after a stop
-    token. This is the true world model's sampling distribution.
+    token. This is the true world model's sampling distribution. Delegates to
+    :meth:`World.random_walk`, which a world may override for speed.
     """
-    out: list[Token] = []
-    s = state
-    while len(out) < max_len:
-        options = world.valid_tokens(s)
-        if not options:
-            break
-        t = options[int(rng.integers(len(options)))]
-        out.append(t)
-        if t in world.stop_tokens:
-            break
-        s = world.step(s, t)
-    return tuple(out)
+    return world.random_walk(state, max_len, rng)
 
 
 def first_rejection(world: World, state: Hashable, suffix: Sequence[Token]) -> int | None:

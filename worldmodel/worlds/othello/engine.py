@@ -18,7 +18,9 @@ Rules implemented here (and nowhere else in the package):
 Two engines share these rules:
 
 * scalar functions on Python ints (:func:`legal_moves`, :func:`flips`, :func:`play`,
-  :class:`Position`) for any even board size; the :class:`~.world.OthelloWorld` uses them;
+  :class:`Position`) for any even board size; the :class:`~.world.OthelloWorld` uses them,
+  and :func:`random_continuation` plays random continuations on bare ints (a padded
+  board layout, no :class:`Position` per move) for the sampled true boundary;
 * :func:`random_games`, a batched generator of uniformly random legal games on numpy
   ``uint64`` arrays (board sizes up to 8×8), for data sets of 10^5–10^6 games.
 
@@ -128,11 +130,6 @@ def _name_index(n: int) -> dict[str, int]:
     return {g.name(i): i for i in range(g.squares)}
 
 
-def _shift(x: int, d: int, mask: int, full: int) -> int:
-    x &= mask
-    return (x << d) & full if d > 0 else x >> -d
-
-
 def bits(x: int) -> Iterator[int]:
     """Indices of the set bits of ``x``, increasing."""
     while x:
@@ -146,35 +143,93 @@ def bits(x: int) -> Iterator[int]:
 # ---------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=None)
+def _rays(n: int) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+    """Per square, the rays that could flip something, as bit masks: ``(up, down)``.
+
+    A ray is the set of squares from a square to the board's edge in one of the 8
+    directions, the square itself left out; rays shorter than two squares cannot
+    bracket anything and are dropped. ``up[sq]`` holds the rays whose squares have
+    higher indices than ``sq`` (the nearest square is the ray's lowest bit),
+    ``down[sq]`` the others (the nearest square is the highest bit).
+    """
+    up: list[tuple[int, ...]] = []
+    down: list[tuple[int, ...]] = []
+    for sq in range(n * n):
+        r, c = divmod(sq, n)
+        u, d = [], []
+        for dr in (-1, 0, 1):
+            for dc in (-1, 0, 1):
+                if dr == dc == 0:
+                    continue
+                ray, rr, cc = 0, r + dr, c + dc
+                while 0 <= rr < n and 0 <= cc < n:
+                    ray |= 1 << (rr * n + cc)
+                    rr, cc = rr + dr, cc + dc
+                if ray.bit_count() >= 2:
+                    (u if dr * n + dc > 0 else d).append(ray)
+        up.append(tuple(u))
+        down.append(tuple(d))
+    return tuple(up), tuple(down)
+
+
+def _legal(n: int, own: int, opp: int) -> int:
+    """:func:`legal_moves` without the cache.
+
+    For each direction, a frontier starts at the opposing discs next to ``own`` and
+    moves one step at a time through opposing discs; every square it steps onto is a
+    candidate, and the empty candidates are the legal moves. It stops when the
+    frontier leaves the opposing discs (usually after a step or two), not after a
+    fixed ``n - 2`` steps.
+    """
+    moves = 0
+    for d, mask in _directions(n):
+        if d > 0:
+            front = ((own & mask) << d) & opp
+            while front:
+                step = (front & mask) << d
+                moves |= step
+                front = step & opp
+        else:
+            d = -d
+            front = ((own & mask) >> d) & opp
+            while front:
+                step = (front & mask) >> d
+                moves |= step
+                front = step & opp
+    return moves & ~(own | opp) & ((1 << (n * n)) - 1)
+
+
 @lru_cache(maxsize=1 << 16)
 def legal_moves(n: int, own: int, opp: int) -> int:
     """Bitboard of the legal moves of the side owning ``own`` against ``opp``."""
-    full = (1 << (n * n)) - 1
-    empty = full & ~(own | opp)
-    moves = 0
-    for d, mask in _directions(n):
-        run = _shift(own, d, mask, full) & opp
-        for _ in range(n - 3):
-            run |= _shift(run, d, mask, full) & opp
-        moves |= _shift(run, d, mask, full) & empty
-    return moves
+    return _legal(n, own, opp)
 
 
 def flips(n: int, own: int, opp: int, square: int) -> int:
-    """Bitboard of the discs that playing ``square`` (an index) for ``own`` flips (0: illegal)."""
-    full = (1 << (n * n)) - 1
-    move = 1 << square
-    if (own | opp) & move:
+    """Bitboard of the discs that playing ``square`` (an index) for ``own`` flips (0: illegal).
+
+    Along each ray from ``square`` (see :func:`_rays`), the first square that is not
+    an opposing disc decides: if it is one of ``own``'s discs, the opposing discs
+    before it flip. On an up-ray that square is the lowest bit of ``ray & ~opp``, on
+    a down-ray the highest, so no ray is walked square by square.
+    """
+    if ((own | opp) >> square) & 1:
         return 0
+    up, down = _rays(n)
+    not_opp = ~opp
     out = 0
-    for d, mask in _directions(n):
-        run = _shift(move, d, mask, full) & opp
-        if not run:
-            continue
-        for _ in range(n - 3):
-            run |= _shift(run, d, mask, full) & opp
-        if _shift(run, d, mask, full) & own:
-            out |= run
+    for ray in up[square]:
+        x = ray & not_opp
+        first = x & -x
+        if first & own:
+            out |= ray & (first - 1)
+    for ray in down[square]:
+        x = ray & not_opp
+        if x:
+            first = 1 << (x.bit_length() - 1)
+            if first & own:
+                out |= ray & -(first << 1)
     return out
 
 
@@ -292,6 +347,129 @@ def perft(pos: Position, depth: int) -> int:
     if depth == 0:
         return 1
     return sum(perft(pos.play(sq), depth - 1) for sq in pos.legal_list())
+
+
+# ---------------------------------------------------------------------------
+# Random continuations on a padded board
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Padded:
+    """The ``n × n`` board with an always-empty square after each row (row stride ``n + 1``).
+
+    Square ``(row, col)`` is bit ``row * (n + 1) + col``. A disc shifted off a row's end
+    lands on the padding square, which is never a disc, so runs stop there without the
+    edge masks the plain layout needs. Bit order is still row by row, column by column,
+    so increasing bit order is increasing square order.
+    """
+
+    n: int
+    stride: int
+    valid: int                            # the real squares
+    shifts: tuple[int, ...]               # east, north-west, north, north-east (and their negatives)
+    up: tuple[tuple[int, ...], ...]       # per padded index: rays going up (see _rays)
+    down: tuple[tuple[int, ...], ...]
+    square: tuple[int, ...]               # padded index -> square index (-1 for padding)
+
+
+@lru_cache(maxsize=None)
+def _padded(n: int) -> _Padded:
+    stride = n + 1
+    up_c, down_c = _rays(n)
+    square = [-1] * (n * stride)
+    up: list[tuple[int, ...]] = [()] * (n * stride)
+    down: list[tuple[int, ...]] = [()] * (n * stride)
+    for sq in range(n * n):
+        i = _pad(n, 1 << sq).bit_length() - 1
+        square[i] = sq
+        up[i] = tuple(_pad(n, ray) for ray in up_c[sq])
+        down[i] = tuple(_pad(n, ray) for ray in down_c[sq])
+    return _Padded(n, stride, _pad(n, (1 << (n * n)) - 1), (1, n, stride, stride + 1),
+                   tuple(up), tuple(down), tuple(square))
+
+
+@lru_cache(maxsize=4096)
+def _pad(n: int, x: int) -> int:
+    """Bitboard ``x`` in the padded layout (cached: a walk's start repeats across walks)."""
+    row, stride = (1 << n) - 1, n + 1
+    out = 0
+    for r in range(n):
+        out |= ((x >> (r * n)) & row) << (r * stride)
+    return out
+
+
+def _legal_padded(own: int, opp: int, shifts: tuple[int, ...], valid: int) -> int:
+    """:func:`_legal` on the padded layout, where no direction needs an edge mask."""
+    moves = 0
+    for d in shifts:
+        front = (own << d) & opp
+        while front:
+            front <<= d
+            moves |= front
+            front &= opp
+        front = (own >> d) & opp
+        while front:
+            front >>= d
+            moves |= front
+            front &= opp
+    return moves & valid & ~(own | opp)
+
+
+def clear_caches() -> None:
+    """Empty the engine's memo caches (legal moves, padded boards); benchmarks call it between passes."""
+    legal_moves.cache_clear()
+    _pad.cache_clear()
+
+
+def random_continuation(pos: Position, max_len: int, rng: np.random.Generator) -> list[int]:
+    """Up to ``max_len`` random moves from ``pos`` (square indices), each uniform among the legal moves.
+
+    Before each move it calls ``rng.integers(L)`` once, ``L`` the number of legal
+    moves, and plays the drawn one counting in increasing square order; it stops after
+    ``max_len`` moves or when the game ends. That is the generic
+    :meth:`worldmodel.dfa.World.random_walk` on :class:`~.world.OthelloWorld`'s valid
+    tokens, draw for draw, so both give the same moves and leave ``rng`` in the same
+    state. This one plays on two ints in the padded layout (:class:`_Padded`), with
+    the flips of :func:`flips` written inline, and builds no :class:`Position` or list
+    of moves per step.
+    """
+    if pos.side == GAME_OVER:
+        return []
+    n = pos.n
+    t = _padded(n)
+    shifts, valid, up, down = t.shifts, t.valid, t.up, t.down
+    own, opp = pos.own_opp()
+    own, opp = _pad(n, own), _pad(n, opp)
+    moves = _legal_padded(own, opp, shifts, valid)
+    integers = rng.integers
+    out: list[int] = []
+    while moves and len(out) < max_len:
+        pick = moves
+        for _ in range(int(integers(moves.bit_count()))):
+            pick &= pick - 1                     # drop the lowest legal moves
+        move = pick & -pick
+        i = move.bit_length() - 1
+        out.append(i)
+        f, not_opp = 0, ~opp
+        for ray in up[i]:
+            x = ray & not_opp
+            first = x & -x
+            if first & own:
+                f |= ray & (first - 1)
+        for ray in down[i]:
+            x = ray & not_opp
+            if x:
+                first = 1 << (x.bit_length() - 1)
+                if first & own:
+                    f |= ray & -(first << 1)
+        own, opp = opp ^ f, own | f | move       # the opponent is to move ...
+        moves = _legal_padded(own, opp, shifts, valid)
+        if not moves:                            # ... unless it must pass
+            own, opp = opp, own
+            moves = _legal_padded(own, opp, shifts, valid)
+    square = t.square
+    return [square[i] for i in out]
 
 
 # ---------------------------------------------------------------------------
