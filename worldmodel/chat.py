@@ -24,6 +24,11 @@ next opened. A malformed line anywhere else is an error naming the file and line
 never skipped silently. Nothing secret is ever written: API keys are not part of any
 entry.
 
+:class:`ChatReport` is the outcome of one run of questions in words (per metric a result,
+the unparseable and all answers, every trial); a world's protocol plans its trials, then
+:meth:`ChatReport.ask` (on its subclass) asks every prompt in one batch and scores the
+answers with the world's scorer; the commands write its ``summary()`` and ``write_trials()``.
+
 World-specific responders (the true world model and a random one, which answer from
 the world's automaton) live with their worlds (``worlds/seating/backends.py``,
 ``worlds/textworld/llm.py``).
@@ -43,12 +48,14 @@ import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from tqdm.auto import tqdm
 
 from .errors import WorldModelError
+from .results import MetricResult, aggregate
 
 class Backend(ABC):
     """Something that answers chat prompts. ``backend`` and ``model`` name it in caches and results."""
@@ -431,6 +438,74 @@ class CachedBackend(Backend):
     def close(self):
         self.inner.close()
         self.cache.close()
+
+
+# ---------------------------------------------------------------------------
+# The report of a run of questions in words
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class ChatReport:
+    """The outcome of one run of questions in words, whatever the world.
+
+    Per metric: a :class:`~worldmodel.results.MetricResult`, the answers that did not
+    parse (``unparseable``) and all answers (``answers``); ``trials`` holds every trial
+    record (with its prompts). ``settings`` is the world's settings dataclass; a world
+    whose settings need adjusting before they are written overrides :meth:`settings_dict`.
+    """
+
+    settings: Any
+    backend: dict
+    metrics: dict[str, MetricResult]
+    unparseable: dict[str, int]
+    answers: dict[str, int]
+    trials: dict[str, list[dict]] = field(repr=False, default_factory=dict)
+
+    @classmethod
+    def ask(cls, backend: Backend, settings: Any, trials: dict[str, list[dict]],
+            score: Callable[[str, dict, list[str]], int]) -> ChatReport:
+        """Ask ``backend`` the prompts of every planned trial, in one batch, and score the answers.
+
+        ``trials`` maps each metric to its trial records; a record whose ``status`` is
+        ``"ok"`` holds its ``prompts``. ``score(metric, trial, responses)`` records the
+        trial's score in it (or marks it skipped) and returns how many of its responses
+        did not parse. Each metric is then aggregated by :func:`~worldmodel.results.aggregate`.
+        """
+        prompts = [p for ts in trials.values() for t in ts if t["status"] == "ok" for p in t["prompts"]]
+        responses = dict(zip(prompts, backend.ask(prompts))) if prompts else {}
+        metrics, unparseable, answers = {}, {}, {}
+        for m, ts in trials.items():
+            bad = total = 0
+            for t in ts:
+                if t["status"] != "ok":
+                    continue
+                rs = [responses[p] for p in t["prompts"]]
+                total += len(rs)
+                bad += score(m, t, rs)
+            metrics[m] = aggregate(m, ts)
+            unparseable[m], answers[m] = bad, total
+        return cls(settings, backend.describe(), metrics, unparseable, answers, trials)
+
+    def settings_dict(self) -> dict[str, Any]:
+        """The settings as :meth:`summary` writes them."""
+        return asdict(self.settings)
+
+    def summary(self) -> dict[str, Any]:
+        """``{"settings", "backend", "metrics"}``; each metric's result with ``n_unparseable`` and ``n_answers``."""
+        return {"settings": self.settings_dict(), "backend": self.backend,
+                "metrics": {name: {**m.to_dict(), "n_unparseable": self.unparseable[name],
+                                   "n_answers": self.answers[name]} for name, m in self.metrics.items()}}
+
+    def write_trials(self, path: str | Path) -> None:
+        """Every trial as one JSON line, ``{"metric": ..., **trial}`` without its prompts; replaced whole."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("w") as f:
+            for metric, trials in self.trials.items():
+                for t in trials:
+                    f.write(json.dumps({"metric": metric, **{k: v for k, v in t.items() if k != "prompts"}}) + "\n")
+        tmp.replace(path)
 
 
 # ---------------------------------------------------------------------------

@@ -48,6 +48,18 @@ def _metrics_arg(text: str) -> list[str]:
     return names
 
 
+def load_domain_task(spec: str, domain: str, commands: tuple[str, ...]):
+    """The task ``spec``, which must be a ``domain`` task, for a world's own ``commands``."""
+    from .tasks import load_task
+
+    task = load_task(spec)
+    if task.config.get("domain") != domain:
+        need = "needs" if len(commands) == 1 else "need"
+        raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task; "
+                              f"{' and '.join(commands)} {need} a {domain} task")
+    return task
+
+
 def cmd_data(args) -> int:
     from .tasks import SPLITS, load_task
 
@@ -193,6 +205,26 @@ def add_chat_arguments(p: argparse.ArgumentParser, true_help: str = "answers fro
     p.add_argument("--concurrency", type=int, default=4, help="HTTP requests in flight (default 4)")
     p.add_argument("--batch-size", type=int, default=8, help="prompts per generate call (hf backend)")
     p.add_argument("--device", default="cpu", help="device for the hf backend")
+
+
+def add_chat_run_arguments(p: argparse.ArgumentParser, out_help: str, seed_help: str | None = None) -> None:
+    """The options every LLM command ends with: ``--seed``, ``--out DIR`` and ``--no-progress``."""
+    p.add_argument("--seed", type=int, default=0, help=seed_help)
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--no-progress", action="store_true")
+
+
+def out_folder(text: str) -> Path:
+    """The ``--out`` folder of an LLM command; an existing file there is an error (nothing is created yet)."""
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise WorldModelError(f"--out {out} exists and is not a folder")
+    return out
+
+
+def chat_label(inner, args) -> str:
+    """How tables name a chat backend: ``backend:model`` (for ``hf``, the model folder's name)."""
+    return f"{inner.backend}:{Path(inner.model).name if args.backend == 'hf' else inner.model}"
 
 
 def chat_backend(args, true, random):

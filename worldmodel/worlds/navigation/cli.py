@@ -49,16 +49,6 @@ from .reconstruct import ALGORITHMS, MILE_M, Reconstructor, corrupt, format_stat
 # ---------------------------------------------------------------------------
 
 
-def _load(task_name: str):
-    from worldmodel.tasks import load_task
-
-    task = load_task(task_name)
-    if task.config.get("domain") != "navigation":
-        raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task; "
-                              "reconstruct needs a navigation task")
-    return task
-
-
 def _model(task, args):
     if bool(args.checkpoint) == bool(args.model):
         raise WorldModelError("give exactly one of --checkpoint DIR or --model true")
@@ -73,9 +63,11 @@ def _model(task, args):
 
 
 def cmd_reconstruct(args) -> int:
+    from worldmodel.cli import load_domain_task
+
     from .draw import draw_reconstruction, write_html
 
-    task = _load(args.task)
+    task = load_domain_task(args.task, "navigation", ("reconstruct",))
     domain = task.domain
     world = domain.world
     m = world.map

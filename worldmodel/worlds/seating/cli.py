@@ -16,7 +16,6 @@ The API key is read from the environment variable named by ``--api-key-env``
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ...errors import WorldModelError
@@ -37,13 +36,7 @@ def write_outputs(report, out: Path, label: str) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "results.json", report.summary())
-    tmp = out / "trials.jsonl.tmp"
-    with tmp.open("w") as f:
-        for metric, trials in report.trials.items():
-            for t in trials:
-                rec = {"metric": metric, **{k: v for k, v in t.items() if k != "prompts"}}
-                f.write(json.dumps(rec) + "\n")
-    tmp.replace(out / "trials.jsonl")
+    report.write_trials(out / "trials.jsonl")
     s = report.settings
     md = [f"# Seating puzzle, n = {s.n}: {label}", "",
           f"{s.states} trials per metric, {s.samples} continuations/suffixes each, k = {s.k}, seed {s.seed}.", "",
@@ -59,6 +52,8 @@ def write_outputs(report, out: Path, label: str) -> None:
 
 
 def cmd_llm_eval(args) -> int:
+    from worldmodel.cli import chat_label, out_folder
+
     from .backends import CachedBackend
     from .cache import ResponseCache
     from .protocol import ProtocolSettings, evaluate, markdown_row_table
@@ -67,9 +62,7 @@ def cmd_llm_eval(args) -> int:
         raise WorldModelError(f"unknown puzzle {args.puzzle!r} (known: seating)")
     settings = ProtocolSettings(n=args.n, states=args.states, samples=args.samples, k=args.k, seed=args.seed)
     settings.check()
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise WorldModelError(f"--out {out} exists and is not a folder")
+    out = out_folder(args.out)
     inner = make_backend(args)
     cache = ResponseCache(args.cache or out / "cache.jsonl")
     backend = CachedBackend(inner, cache, progress=not args.no_progress)
@@ -77,7 +70,7 @@ def cmd_llm_eval(args) -> int:
         report = evaluate(backend, settings)
     finally:
         backend.close()
-    label = f"{inner.backend}:{Path(inner.model).name if args.backend == 'hf' else inner.model}"
+    label = chat_label(inner, args)
     write_outputs(report, out, label)
     print(markdown_row_table({label: report}))
     print(f"asked {backend.asked} new prompts ({len(cache)} cached in {cache.path}); wrote {out}/results.json")
@@ -85,7 +78,7 @@ def cmd_llm_eval(args) -> int:
 
 
 def register(subparsers) -> None:
-    from worldmodel.cli import add_chat_arguments
+    from worldmodel.cli import add_chat_arguments, add_chat_run_arguments
 
     p = subparsers.add_parser("llm-eval", help="ask a chat model the seating puzzle (the paper's Figure 4)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -95,7 +88,5 @@ def register(subparsers) -> None:
     p.add_argument("--states", type=int, default=100, help="trials per metric (default 100)")
     p.add_argument("--samples", type=int, default=5, help="continuations / boundary suffixes per trial (default 5)")
     p.add_argument("--k", type=int, default=1, help="statements per continuation (default 1)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="folder for results.json, results.md, trials.jsonl")
-    p.add_argument("--no-progress", action="store_true")
+    add_chat_run_arguments(p, "folder for results.json, results.md, trials.jsonl")
     p.set_defaults(func=cmd_llm_eval)

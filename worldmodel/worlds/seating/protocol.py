@@ -40,14 +40,15 @@ All prompts of a run are built first and sent to the backend in one batch
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...chat import ChatReport
 from ...dfa import exact_boundary, is_valid, valid_suffixes
 from ...errors import TrialSkipped, WorldModelError
-from ...results import MetricResult, aggregate, trial_seed
+from ...results import trial_seed
 from .backends import Backend
 from .prompts import capability_prompt, parse_seat, parse_yes_no, validity_prompt
 from .world import (SeatingWorld, determining_statements, two_prefixes_different_states,
@@ -86,24 +87,14 @@ class ProtocolSettings:
 
 
 @dataclass
-class SeatingReport:
-    """The outcome of one run: a :class:`MetricResult` and an unparseable count per metric, and every trial."""
+class SeatingReport(ChatReport):
+    """The outcome of one run (:class:`~worldmodel.chat.ChatReport`); its settings list the metrics run."""
 
     settings: ProtocolSettings
-    backend: dict
-    metrics: dict[str, MetricResult]
-    unparseable: dict[str, int]
-    answers: dict[str, int]
-    trials: dict[str, list[dict]] = field(repr=False, default_factory=dict)
 
-    def summary(self) -> dict[str, Any]:
-        out = {"settings": asdict(self.settings), "backend": self.backend, "metrics": {}}
-        out["settings"]["metrics"] = list(self.settings.metrics)
-        for name, m in self.metrics.items():
-            d = m.to_dict()
-            d["n_unparseable"] = self.unparseable[name]
-            d["n_answers"] = self.answers[name]
-            out["metrics"][name] = d
+    def settings_dict(self) -> dict[str, Any]:
+        out = super().settings_dict()
+        out["metrics"] = list(self.settings.metrics)
         return out
 
 
@@ -216,26 +207,25 @@ def _score_pairs(t: dict, responses: list[str]) -> tuple[list[tuple[bool | None,
     return answers, bad
 
 
-def _score_compression(t: dict, responses: list[str]) -> int:
+def _score_scored_pairs(t: dict, responses: list[str], score) -> int:
+    """Score ``t`` by ``score(pairs)`` over the answer pairs whose two answers parse; unparseable count."""
     answers, bad = _score_pairs(t, responses)
     scored = [(a, b) for a, b in answers if a is not None and b is not None]
     if not scored:
         t.update(status="skipped", reason="all answers unparseable")
     else:
-        t["score"] = float(all(a == b for a, b in scored))
+        t["score"] = score(scored)
         t["n_scored"] = len(scored)
     return bad
+
+
+def _score_compression(t: dict, responses: list[str]) -> int:
+    return _score_scored_pairs(t, responses, lambda scored: float(all(a == b for a, b in scored)))
 
 
 def _score_distinction(t: dict, responses: list[str]) -> int:
-    answers, bad = _score_pairs(t, responses)
-    scored = [(a, b) for a, b in answers if a is not None and b is not None]
-    if not scored:
-        t.update(status="skipped", reason="all answers unparseable")
-    else:
-        t["score"] = float(np.mean([a is True and b is False for a, b in scored]))
-        t["n_scored"] = len(scored)
-    return bad
+    return _score_scored_pairs(t, responses,
+                               lambda scored: float(np.mean([a is True and b is False for a, b in scored])))
 
 
 def evaluate(backend: Backend, settings: ProtocolSettings | None = None) -> SeatingReport:
@@ -243,27 +233,15 @@ def evaluate(backend: Backend, settings: ProtocolSettings | None = None) -> Seat
     s = settings or ProtocolSettings()
     s.check()
     world = SeatingWorld(s.n)
-    trials = plan(world, s)
-    prompts = [p for m in s.metrics for t in trials[m] if t["status"] == "ok" for p in t["prompts"]]
-    responses = dict(zip(prompts, backend.ask(prompts))) if prompts else {}
-    results, unparseable, answers = {}, {}, {}
-    for m in s.metrics:
-        bad = total = 0
-        for t in trials[m]:
-            if t["status"] != "ok":
-                continue
-            rs = [responses[p] for p in t["prompts"]]
-            total += len(rs)
-            if m == "capability":
-                bad += _score_capability(t, rs, s.n)
-            elif m == "compression_precision":
-                bad += _score_compression(t, rs)
-            else:
-                bad += _score_distinction(t, rs)
-        results[m] = aggregate(m, trials[m])
-        unparseable[m] = bad
-        answers[m] = total
-    return SeatingReport(s, backend.describe(), results, unparseable, answers, trials)
+
+    def score(m: str, t: dict, rs: list[str]) -> int:
+        if m == "capability":
+            return _score_capability(t, rs, s.n)
+        if m == "compression_precision":
+            return _score_compression(t, rs)
+        return _score_distinction(t, rs)
+
+    return SeatingReport.ask(backend, s, plan(world, s), score)
 
 
 def expected_random(settings: ProtocolSettings) -> dict[str, float]:

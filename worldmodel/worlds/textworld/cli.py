@@ -33,41 +33,23 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from worldmodel.errors import WorldModelError
 
 
-def _load(task_name: str):
-    from worldmodel.tasks import load_task
-
-    task = load_task(task_name)
-    if task.config.get("domain") != "textworld":
-        raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task; "
-                              "textworld-agent and textworld-probe need a textworld task")
-    return task
-
-
-def _out(path: str) -> Path:
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise WorldModelError(f"--out {out} exists and is not a folder")
-    return out
-
-
-def _label(inner, args) -> str:
-    return f"{inner.backend}:{Path(inner.model).name if args.backend == 'hf' else inner.model}"
+#: the commands of this module (a task of another domain is refused naming them)
+COMMANDS = ("textworld-agent", "textworld-probe")
 
 
 def cmd_agent(args) -> int:
     from worldmodel.chat import CachedBackend, ResponseCache
-    from worldmodel.cli import chat_backend
+    from worldmodel.cli import chat_backend, chat_label, load_domain_task, out_folder
     from worldmodel.results import write_json_atomic
 
     from .llm import RandomAgent, TrueAgent, agent_table, play_games, summarize_play
     from .world import TextWorldWorld
 
-    task = _load(args.task)
+    task = load_domain_task(args.task, "textworld", COMMANDS)
     if args.max_steps < 1:
         raise WorldModelError(f"--max-steps must be at least 1, got {args.max_steps}")
     specs = task.domain.games()
@@ -79,7 +61,7 @@ def cmd_agent(args) -> int:
             raise WorldModelError(f"--games {args.games!r}: {task.name} has no game {bad[0] if bad else ''!r} "
                                   f"(its games: {', '.join(sorted(known))})")
         specs = [s for s in specs if s.name in wanted]
-    out = _out(args.out)
+    out = out_folder(args.out)
     progress = not args.no_progress
     games = {s.name: task.domain.game_file(s) for s in specs}
     config_of = {s.name: f"{s.config} ({s.split})" for s in specs}
@@ -90,7 +72,7 @@ def cmd_agent(args) -> int:
     else:
         inner = chat_backend(args, lambda: None, RandomAgent)
         inners = {g: inner for g in games}
-        label = _label(inner, args)
+        label = chat_label(inner, args)
     wrapped: dict[int, CachedBackend] = {}
     for inner in inners.values():
         if id(inner) not in wrapped:
@@ -126,18 +108,18 @@ def cmd_agent(args) -> int:
 
 def cmd_probe(args) -> int:
     from worldmodel.chat import CachedBackend, ResponseCache
-    from worldmodel.cli import chat_backend
+    from worldmodel.cli import chat_backend, chat_label, load_domain_task, out_folder
     from worldmodel.results import write_json_atomic
 
     from .llm import ProbeSettings, RandomAgent, TrueAgent, probe, probe_table
 
-    task = _load(args.task)
+    task = load_domain_task(args.task, "textworld", COMMANDS)
     settings = ProbeSettings(states=args.states, samples=args.samples, max_prefix=args.max_prefix, seed=args.seed)
     settings.check()
-    out = _out(args.out)
+    out = out_folder(args.out)
     world = task.world
     inner = chat_backend(args, lambda: TrueAgent(world), RandomAgent)
-    label = "true world model" if args.backend == "true" else _label(inner, args)
+    label = "true world model" if args.backend == "true" else chat_label(inner, args)
     cache = ResponseCache(args.cache or out / "cache.jsonl")
     backend = CachedBackend(inner, cache, progress=not args.no_progress)
     try:
@@ -146,12 +128,7 @@ def cmd_probe(args) -> int:
         backend.close()
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "results.json", {"task": task.name, "game": world.name, **report.summary()})
-    tmp = out / "trials.jsonl.tmp"
-    with tmp.open("w") as f:
-        for metric, trials in report.trials.items():
-            for t in trials:
-                f.write(json.dumps({"metric": metric, **{k: v for k, v in t.items() if k != "prompts"}}) + "\n")
-    tmp.replace(out / "trials.jsonl")
+    report.write_trials(out / "trials.jsonl")
     table = probe_table({label: report.summary()})
     (out / "results.md").write_text(
         f"# {task.name}: world-model probe in words, {label}\n\n{settings.states} trials per metric, "
@@ -163,7 +140,7 @@ def cmd_probe(args) -> int:
 
 
 def register(subparsers) -> None:
-    from worldmodel.cli import add_chat_arguments
+    from worldmodel.cli import add_chat_arguments, add_chat_run_arguments
 
     a = subparsers.add_parser("textworld-agent", help="a chat model plays TextWorld games (score, steps, win rate)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -172,9 +149,8 @@ def register(subparsers) -> None:
     a.add_argument("--games", help="only these of the task's games, comma-separated (e.g. "
                                    "tw-simple-dense-detailed-train-seed1)")
     a.add_argument("--max-steps", type=int, default=40, help="commands per game (default 40)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the random backend")
-    a.add_argument("--out", required=True, help="folder for results.json, results.md, games.jsonl")
-    a.add_argument("--no-progress", action="store_true")
+    add_chat_run_arguments(a, "folder for results.json, results.md, games.jsonl",
+                           seed_help="seed of the random backend")
     a.set_defaults(func=cmd_agent)
 
     p = subparsers.add_parser("textworld-probe", help="ask a chat model which commands the house accepts (compression,"
@@ -185,7 +161,5 @@ def register(subparsers) -> None:
     p.add_argument("--states", type=int, default=100, help="trials per metric (default 100)")
     p.add_argument("--samples", type=int, default=5, help="proposed commands per trial (default 5)")
     p.add_argument("--max-prefix", type=int, default=24, help="longest command history (default 24)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="folder for results.json, results.md, trials.jsonl")
-    p.add_argument("--no-progress", action="store_true")
+    add_chat_run_arguments(p, "folder for results.json, results.md, trials.jsonl")
     p.set_defaults(func=cmd_probe)

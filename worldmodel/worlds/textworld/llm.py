@@ -37,17 +37,17 @@ answers at random, seeded per prompt.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ...chat import Backend, PromptByPromptBackend, SeededRandomBackend
+from ...chat import Backend, ChatReport, PromptByPromptBackend, SeededRandomBackend
 from ...dfa import REJECT, exact_boundary, is_valid, run
 from ...errors import TrialSkipped, WorldModelError
-from ...results import MetricResult, aggregate, trial_seed
+from ...results import trial_seed
 from .data import distance_to_win, plan_commands
 from .house import command_of, token_of
 from .world import TextWorldWorld, parse_fact
@@ -239,20 +239,10 @@ class ProbeSettings:
 
 
 @dataclass
-class ProbeReport:
-    settings: ProbeSettings
-    backend: dict
-    metrics: dict[str, MetricResult]
-    unparseable: dict[str, int]
-    answers: dict[str, int]
-    trials: dict[str, list[dict]] = field(repr=False, default_factory=dict)
+class ProbeReport(ChatReport):
+    """The outcome of one probe run (:class:`~worldmodel.chat.ChatReport`)."""
 
-    def summary(self) -> dict:
-        out = {"settings": asdict(self.settings), "backend": self.backend, "metrics": {}}
-        for name, m in self.metrics.items():
-            out["metrics"][name] = {**m.to_dict(), "n_unparseable": self.unparseable[name],
-                                    "n_answers": self.answers[name]}
-        return out
+    settings: ProbeSettings
 
 
 def plan_probe(world: TextWorldWorld, s: ProbeSettings) -> dict[str, list[dict]]:
@@ -300,30 +290,21 @@ def probe(backend: Backend, world: TextWorldWorld, settings: ProbeSettings | Non
     """The world-model probe in words against ``backend``."""
     s = settings or ProbeSettings()
     s.check()
-    trials = plan_probe(world, s)
-    prompts = [p for m in PROBE_METRICS for t in trials[m] if t["status"] == "ok" for p in t["prompts"]]
-    responses = dict(zip(prompts, backend.ask(prompts))) if prompts else {}
-    metrics, unparseable, answers = {}, {}, {}
-    for m in PROBE_METRICS:
-        bad = total = 0
-        for t in trials[m]:
-            if t["status"] != "ok":
-                continue
-            rs = [responses[p] for p in t["prompts"]]
-            total += len(rs)
-            pairs = [(parse_yes_no(rs[j]), parse_yes_no(rs[j + 1])) for j in range(0, len(rs), 2)]
-            bad += sum((a is None) + (b is None) for a, b in pairs)
-            t["answers"] = [[a, b] for a, b in pairs]
-            scored = [(a, b) for a, b in pairs if a is not None and b is not None]
-            if not scored:
-                t.update(status="skipped", reason="all answers unparseable")
-            elif m == "compression_precision":
-                t["score"] = float(all(a == b for a, b in scored))
-            else:
-                t["score"] = float(np.mean([a is True and b is False for a, b in scored]))
-        metrics[m] = aggregate(m, trials[m])
-        unparseable[m], answers[m] = bad, total
-    return ProbeReport(s, backend.describe(), metrics, unparseable, answers, trials)
+    return ProbeReport.ask(backend, s, plan_probe(world, s), _score_probe)
+
+
+def _score_probe(m: str, t: dict, rs: list[str]) -> int:
+    """Score one probe trial from its answer pairs (both answers must parse); the unparseable count."""
+    pairs = [(parse_yes_no(rs[j]), parse_yes_no(rs[j + 1])) for j in range(0, len(rs), 2)]
+    t["answers"] = [[a, b] for a, b in pairs]
+    scored = [(a, b) for a, b in pairs if a is not None and b is not None]
+    if not scored:
+        t.update(status="skipped", reason="all answers unparseable")
+    elif m == "compression_precision":
+        t["score"] = float(all(a == b for a, b in scored))
+    else:
+        t["score"] = float(np.mean([a is True and b is False for a, b in scored]))
+    return sum((a is None) + (b is None) for a, b in pairs)
 
 
 # ---------------------------------------------------------------------------
