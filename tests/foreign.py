@@ -49,6 +49,20 @@ class _Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+def _gpt_like_init(model: nn.Module) -> None:
+    """GPT-like scale (std 0.1) for every weight and bias, LayerNorm affine off its identity (in module order)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                m.weight.normal_(0, 0.1)
+                if getattr(m, "bias", None) is not None:
+                    m.bias.normal_(0, 0.1)
+            elif isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                if m.bias is not None:
+                    m.bias.normal_(0, 0.1)
+
+
 class MinGPT(nn.Module):
     """Li et al.'s layout: tok_emb, pos_emb (a parameter), blocks, ln_f, untied head."""
 
@@ -59,15 +73,7 @@ class MinGPT(nn.Module):
         self.blocks = nn.Sequential(*[_Block(d, heads, block) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
-        with torch.no_grad():  # GPT-like scale (std 0.1), LayerNorm affine off its identity
-            for m in self.modules():
-                if isinstance(m, (nn.Linear, nn.Embedding)):
-                    m.weight.normal_(0, 0.1)
-                    if getattr(m, "bias", None) is not None:
-                        m.bias.normal_(0, 0.1)
-                elif isinstance(m, nn.LayerNorm):
-                    m.weight.uniform_(0.5, 1.5)
-                    m.bias.normal_(0, 0.1)
+        _gpt_like_init(self)
 
     def forward(self, idx):
         x = self.tok_emb(idx) + self.pos_emb[:, : idx.shape[1]]
@@ -113,16 +119,7 @@ class NanoGPT(nn.Module):
             h=nn.ModuleList([_NanoBlock(d, heads, bias) for _ in range(layers)]), ln_f=nn.LayerNorm(d, bias=bias)))
         self.lm_head = nn.Linear(d, vocab, bias=False)
         self.lm_head.weight = self.transformer.wte.weight
-        with torch.no_grad():  # GPT-like scale (std 0.1), LayerNorm affine off its identity
-            for m in self.modules():
-                if isinstance(m, (nn.Linear, nn.Embedding)):
-                    m.weight.normal_(0, 0.1)
-                    if getattr(m, "bias", None) is not None:
-                        m.bias.normal_(0, 0.1)
-                elif isinstance(m, nn.LayerNorm):
-                    m.weight.uniform_(0.5, 1.5)
-                    if m.bias is not None:
-                        m.bias.normal_(0, 0.1)
+        _gpt_like_init(self)
 
     def forward(self, idx):
         t = self.transformer

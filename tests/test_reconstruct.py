@@ -6,13 +6,12 @@ The paper's algorithm (the default) has its own tests in ``test_reconstruct_pape
 from __future__ import annotations
 
 import importlib.util
-import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from streetmap import at, make_map
 from worldmodel.errors import WorldModelError
 from worldmodel.worlds.navigation.geometry import DIRECTIONS, MILE_M, haversine_m
 from worldmodel.worlds.navigation.reconstruct import corrupt, is_valid_traversal, reconstruct
@@ -22,17 +21,6 @@ REPO = Path(__file__).resolve().parents[1]
 
 def strict(*args, **kw):
     return reconstruct(*args, algorithm="strict", **kw)
-LAT0, LON0 = 40.75, -73.98
-
-
-def at(north_m: float, east_m: float) -> tuple[float, float]:
-    return (LAT0 + north_m / 111_195.0, LON0 + east_m / (111_195.0 * math.cos(math.radians(LAT0))))
-
-
-def make_map(coords: dict[str, tuple[float, float]], edges: dict[tuple[str, str], str]):
-    """A StreetMap-like object with the attributes reconstruction reads."""
-    lengths = {k: haversine_m(coords[k[0]], coords[v]) for k, v in edges.items()}
-    return SimpleNamespace(nodes=list(coords), coords=dict(coords), edges=dict(edges), lengths=lengths)
 
 
 def grid_map(n: int = 6, spacing: float = 120.0, seed: int = 0):

@@ -12,29 +12,18 @@ import importlib.util
 import math
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streetmap import at, make_map
 from worldmodel.worlds.navigation.geometry import DIRECTIONS, MILE_M, haversine_miles
 from worldmodel.worlds.navigation.geometry import haversine_m
 from worldmodel.worlds.navigation.reconstruct import reconstruct
 
 REPO = Path(__file__).resolve().parents[1]
-LAT0, LON0 = 40.75, -73.98
-
-
-def at(north_m: float, east_m: float) -> tuple[float, float]:
-    return (LAT0 + north_m / 111_195.0, LON0 + east_m / (111_195.0 * math.cos(math.radians(LAT0))))
-
-
-def make_map(coords: dict[str, tuple[float, float]], edges: dict[tuple[str, str], str]):
-    """A StreetMap-like object; node order = the order of ``coords``."""
-    lengths = {k: haversine_m(coords[k[0]], coords[v]) for k, v in edges.items()}
-    return SimpleNamespace(nodes=list(coords), coords=dict(coords), edges=dict(edges), lengths=lengths)
 
 
 def paper(seqs, m, **kw):
