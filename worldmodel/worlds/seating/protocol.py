@@ -207,8 +207,9 @@ def _score_pairs(t: dict, responses: list[str]) -> tuple[list[tuple[bool | None,
     return answers, bad
 
 
-def _score_scored_pairs(t: dict, responses: list[str], score) -> int:
-    """Score ``t`` by ``score(pairs)`` over the answer pairs whose two answers parse; unparseable count."""
+def _score_answer_pairs(t: dict, responses: list[str], score) -> int:
+    """Score a validity trial by ``score(pairs)`` over its answer pairs whose two answers parse (skipped when
+    none does); returns how many answers did not parse."""
     answers, bad = _score_pairs(t, responses)
     scored = [(a, b) for a, b in answers if a is not None and b is not None]
     if not scored:
@@ -220,11 +221,11 @@ def _score_scored_pairs(t: dict, responses: list[str], score) -> int:
 
 
 def _score_compression(t: dict, responses: list[str]) -> int:
-    return _score_scored_pairs(t, responses, lambda scored: float(all(a == b for a, b in scored)))
+    return _score_answer_pairs(t, responses, lambda scored: float(all(a == b for a, b in scored)))
 
 
 def _score_distinction(t: dict, responses: list[str]) -> int:
-    return _score_scored_pairs(t, responses,
+    return _score_answer_pairs(t, responses,
                                lambda scored: float(np.mean([a is True and b is False for a, b in scored])))
 
 
