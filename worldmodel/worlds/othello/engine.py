@@ -274,9 +274,9 @@ class Position:
         if self.side == GAME_OVER or not 0 <= square < self.n * self.n:
             return None
         own, opp = self.own_opp()
-        if not (legal_moves(self.n, own, opp) >> square) & 1:
-            return None
         f = flips(self.n, own, opp, square)
+        if not f:  # occupied, or brackets nothing: illegal
+            return None
         own, opp = own | f | (1 << square), opp & ~f
         mover = self.side
         if legal_moves(self.n, opp, own):
