@@ -10,9 +10,9 @@ second for each engine and their ratio.
 (``worldmodel.dfa.sampled_boundary``: ``M`` random valid continuations from the first
 state, each checked against the second). For the tasks' own settings (``othello-6x6-tiny``
 and ``othello-synthetic``, with ``--M`` continuations per trial) it times, on the same
-trials, the generic walk (the base class's ``World.random_walk`` over ``valid_tokens``
-and ``step``, one ``Position`` per move) against ``OthelloWorld.random_walk`` (two ints
-per move), alternating the order every round with the engine's caches cleared before
+trials, the generic walk and check (the base class's ``World.random_walk`` and
+``World.first_rejection`` over ``valid_tokens`` and ``step``, one ``Position`` per
+move) against ``OthelloWorld``'s own (two ints per move), alternating the order every round with the engine's caches cleared before
 each pass. It asserts that both give identical boundaries and leave every trial's
 generator in the same state, then prints trials per second, and the fast/generic
 ratios in wall-clock time and in this process's CPU time (the machine may be shared),
@@ -118,9 +118,10 @@ def bench_games(args) -> None:
 
 
 class GenericOthello(OthelloWorld):
-    """Othello with the base class's walk: ``valid_tokens`` and ``step`` at every move."""
+    """Othello with the base class's walk and check: ``valid_tokens`` and ``step`` at every move."""
 
     random_walk = World.random_walk
+    first_rejection = World.first_rejection
 
 
 def _boundaries(world, trials, M: int, max_len: int):

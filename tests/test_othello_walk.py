@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worldmodel.dfa import REJECT, World, random_walk, sampled_boundary
+from worldmodel.dfa import REJECT, World, first_rejection, random_walk, sampled_boundary
 from worldmodel.worlds.othello import engine
 from worldmodel.worlds.othello.engine import (
-    GAME_OVER, Position, flips, legal_moves, random_continuation, random_games, replay,
+    GAME_OVER, Position, first_illegal, flips, legal_moves, random_continuation, random_games, replay,
 )
 from worldmodel.worlds.othello.sampler import OthelloSampler
 from worldmodel.worlds.othello.world import OthelloWorld
@@ -127,6 +127,7 @@ def test_padded_layout_tables():
         assert sorted(s for s in t.square if s >= 0) == list(range(n * n))
         assert [s for s in t.square if s >= 0] == list(range(n * n))     # bit order is square order
         assert all(t.square[(r + 1) * t.stride - 1] == -1 for r in range(n))  # the padding column
+        assert all(t.square[t.index[sq]] == sq for sq in range(n * n))
         for i, sq in enumerate(t.square):
             if sq >= 0:
                 assert engine._pad(n, 1 << sq) == 1 << i
@@ -207,14 +208,60 @@ def test_fast_walk_edge_cases():
 
 
 # ---------------------------------------------------------------------------
+# The fast first_rejection equals the generic one
+# ---------------------------------------------------------------------------
+
+
+def same_rejection(world: OthelloWorld, state, suffix) -> int | None:
+    fast = world.first_rejection(state, suffix)
+    assert fast == World.first_rejection(world, state, suffix), (suffix, fast)
+    assert first_rejection(world, state, suffix) == fast            # the module function delegates
+    return fast
+
+
+@pytest.mark.parametrize("n", [4, 6, 8])
+def test_fast_first_rejection_equals_the_generic_one(n):
+    world = OthelloWorld(n)
+    states = walk_states(n, games=8)
+    rng = np.random.default_rng(n)
+    answers = set()
+    for k, q1 in enumerate(states):
+        q2 = states[int(rng.integers(len(states)))]
+        for seed in range(3):
+            walk = world.random_walk(q1, n * n, np.random.default_rng(100 * k + seed))
+            assert same_rejection(world, q1, walk) is None               # valid from where it was drawn
+            answers.add(same_rejection(world, q2, walk))
+            # play past the game's end, and tokens that are no legal move anywhere
+            answers.add(same_rejection(world, q1, walk + (walk[-1] if walk else world.tokens[0],)))
+        noise = [world.tokens[int(i)] for i in rng.integers(len(world.tokens), size=6)]
+        answers.add(same_rejection(world, q1, noise))
+        answers.add(same_rejection(world, q1, noise[:1] + ["zz"] + noise[1:]))
+    assert None in answers and 0 in answers and len(answers) > 5
+    # the reject state, an empty suffix, a centre square (never in the alphabet)
+    assert same_rejection(world, REJECT, ["a1"]) == 0 and same_rejection(world, REJECT, []) is None
+    assert same_rejection(world, world.initial_state(), []) is None
+    assert same_rejection(world, world.initial_state(), [world.geometry.name(n * n // 2 + n // 2)]) == 0
+
+
+def test_first_illegal_at_the_end_of_a_game():
+    game = random_games(1, 6, seed=2)[0]
+    positions = replay(game, 6)
+    assert first_illegal(positions[0], game) is None
+    assert first_illegal(positions[0], game + [game[-1]]) == len(game)        # nothing is legal after the end
+    assert first_illegal(positions[-1], []) is None and first_illegal(positions[-1], [0]) == 0
+    assert first_illegal(positions[0], [-1]) == 0 and first_illegal(positions[0], [36]) == 0
+
+
+# ---------------------------------------------------------------------------
 # sampled_boundary: unchanged
 # ---------------------------------------------------------------------------
 
 
 class GenericOthello(OthelloWorld):
-    """Othello with the generic walk (valid_tokens and step per move)."""
+    """Othello with the generic walk and check (valid_tokens and step per move)."""
 
     random_walk = World.random_walk
+    first_rejection = World.first_rejection
 
 
 # sha256 of repr([(boundary, next draw), ...]) for the 12 trials below, recorded with

@@ -60,9 +60,10 @@ class World(ABC):
     Subclasses define :attr:`tokens`, :meth:`initial_state` and :meth:`step`.
     States must be hashable and two states must compare equal exactly when they are
     the same Myhill–Nerode class (accept the same futures); metrics rely on this to
-    decide "same state" versus "different states". :meth:`valid_tokens` and
-    :meth:`random_walk` have generic implementations that subclasses may override for
-    speed (with identical results; Othello overrides both).
+    decide "same state" versus "different states". :meth:`valid_tokens`,
+    :meth:`random_walk` and :meth:`first_rejection` have generic implementations that
+    subclasses may override for speed, with identical results (Othello overrides all
+    three).
     """
 
     #: The alphabet Σ, in a fixed order. Model adapters build their vocabulary from it.
@@ -108,6 +109,19 @@ class World(ABC):
                 break
             s = self.step(s, t)
         return tuple(out)
+
+    def first_rejection(self, state: Hashable, suffix: Sequence[Token]) -> int | None:
+        """Index of the first token of ``suffix`` rejected from ``state``; None if valid.
+
+        Generic: :meth:`step` token by token. A world may override this for speed only
+        with the same answers.
+        """
+        s = state
+        for i, t in enumerate(suffix):
+            s = self.step(s, t) if s is not REJECT else REJECT
+            if s is REJECT:
+                return i
+        return None
 
     def state_key(self, state: Hashable) -> str:
         """A JSON-friendly name for a state, used to group trials in results."""
@@ -228,13 +242,11 @@ def random_walk(
 
 
 def first_rejection(world: World, state: Hashable, suffix: Sequence[Token]) -> int | None:
-    """Index of the first token of ``suffix`` rejected from ``state``; None if valid."""
-    s = state
-    for i, t in enumerate(suffix):
-        s = world.step(s, t) if s is not REJECT else REJECT
-        if s is REJECT:
-            return i
-    return None
+    """Index of the first token of ``suffix`` rejected from ``state``; None if valid.
+
+    Delegates to :meth:`World.first_rejection`, which a world may override for speed.
+    """
+    return world.first_rejection(state, suffix)
 
 
 def sampled_boundary(

@@ -19,8 +19,9 @@ Two engines share these rules:
 
 * scalar functions on Python ints (:func:`legal_moves`, :func:`flips`, :func:`play`,
   :class:`Position`) for any even board size; the :class:`~.world.OthelloWorld` uses them,
-  and :func:`random_continuation` plays random continuations on bare ints (a padded
-  board layout, no :class:`Position` per move) for the sampled true boundary;
+  and :func:`random_continuation` and :func:`first_illegal` play random continuations
+  and check sequences on bare ints (a padded board layout, no :class:`Position` per
+  move) for the sampled true boundary;
 * :func:`random_games`, a batched generator of uniformly random legal games on numpy
   ``uint64`` arrays (board sizes up to 8×8), for data sets of 10^5–10^6 games.
 
@@ -207,24 +208,29 @@ def legal_moves(n: int, own: int, opp: int) -> int:
 
 
 def flips(n: int, own: int, opp: int, square: int) -> int:
-    """Bitboard of the discs that playing ``square`` (an index) for ``own`` flips (0: illegal).
-
-    Along each ray from ``square`` (see :func:`_rays`), the first square that is not
-    an opposing disc decides: if it is one of ``own``'s discs, the opposing discs
-    before it flip. On an up-ray that square is the lowest bit of ``ray & ~opp``, on
-    a down-ray the highest, so no ray is walked square by square.
-    """
+    """Bitboard of the discs that playing ``square`` (an index) for ``own`` flips (0: illegal)."""
     if ((own | opp) >> square) & 1:
         return 0
     up, down = _rays(n)
+    return _ray_flips(own, opp, up[square], down[square])
+
+
+def _ray_flips(own: int, opp: int, up: tuple[int, ...], down: tuple[int, ...]) -> int:
+    """The discs flipped by a move on an empty square, from its rays (see :func:`_rays`).
+
+    Along each ray the first square that is not an opposing disc decides: if it is one
+    of ``own``'s discs, the opposing discs before it flip. On an up-ray that square is
+    the lowest bit of ``ray & ~opp``, on a down-ray the highest, so no ray is walked
+    square by square. Works in any layout whose rays are given in it.
+    """
     not_opp = ~opp
     out = 0
-    for ray in up[square]:
+    for ray in up:
         x = ray & not_opp
         first = x & -x
         if first & own:
             out |= ray & (first - 1)
-    for ray in down[square]:
+    for ray in down:
         x = ray & not_opp
         if x:
             first = 1 << (x.bit_length() - 1)
@@ -371,6 +377,7 @@ class _Padded:
     up: tuple[tuple[int, ...], ...]       # per padded index: rays going up (see _rays)
     down: tuple[tuple[int, ...], ...]
     square: tuple[int, ...]               # padded index -> square index (-1 for padding)
+    index: tuple[int, ...]                # square index -> padded index
 
 
 @lru_cache(maxsize=None)
@@ -386,7 +393,7 @@ def _padded(n: int) -> _Padded:
         up[i] = tuple(_pad(n, ray) for ray in up_c[sq])
         down[i] = tuple(_pad(n, ray) for ray in down_c[sq])
     return _Padded(n, stride, _pad(n, (1 << (n * n)) - 1), (1, n, stride, stride + 1),
-                   tuple(up), tuple(down), tuple(square))
+                   tuple(up), tuple(down), tuple(square), tuple(square.index(sq) for sq in range(n * n)))
 
 
 @lru_cache(maxsize=4096)
@@ -430,9 +437,8 @@ def random_continuation(pos: Position, max_len: int, rng: np.random.Generator) -
     ``max_len`` moves or when the game ends. That is the generic
     :meth:`worldmodel.dfa.World.random_walk` on :class:`~.world.OthelloWorld`'s valid
     tokens, draw for draw, so both give the same moves and leave ``rng`` in the same
-    state. This one plays on two ints in the padded layout (:class:`_Padded`), with
-    the flips of :func:`flips` written inline, and builds no :class:`Position` or list
-    of moves per step.
+    state. This one plays on two ints in the padded layout (:class:`_Padded`) and
+    builds no :class:`Position` or list of moves per step.
     """
     if pos.side == GAME_OVER:
         return []
@@ -440,8 +446,8 @@ def random_continuation(pos: Position, max_len: int, rng: np.random.Generator) -
     t = _padded(n)
     shifts, valid, up, down = t.shifts, t.valid, t.up, t.down
     own, opp = pos.own_opp()
+    moves = _pad(n, legal_moves(n, own, opp))    # both cached: many walks start from one position
     own, opp = _pad(n, own), _pad(n, opp)
-    moves = _legal_padded(own, opp, shifts, valid)
     integers = rng.integers
     out: list[int] = []
     while moves and len(out) < max_len:
@@ -451,18 +457,7 @@ def random_continuation(pos: Position, max_len: int, rng: np.random.Generator) -
         move = pick & -pick
         i = move.bit_length() - 1
         out.append(i)
-        f, not_opp = 0, ~opp
-        for ray in up[i]:
-            x = ray & not_opp
-            first = x & -x
-            if first & own:
-                f |= ray & (first - 1)
-        for ray in down[i]:
-            x = ray & not_opp
-            if x:
-                first = 1 << (x.bit_length() - 1)
-                if first & own:
-                    f |= ray & -(first << 1)
+        f = _ray_flips(own, opp, up[i], down[i])
         own, opp = opp ^ f, own | f | move       # the opponent is to move ...
         moves = _legal_padded(own, opp, shifts, valid)
         if not moves:                            # ... unless it must pass
@@ -470,6 +465,38 @@ def random_continuation(pos: Position, max_len: int, rng: np.random.Generator) -
             moves = _legal_padded(own, opp, shifts, valid)
     square = t.square
     return [square[i] for i in out]
+
+
+def first_illegal(pos: Position, squares: Iterable[int]) -> int | None:
+    """Index of the first move of ``squares`` that is illegal when played from ``pos``; None if all are legal.
+
+    A square index off the board (e.g. -1) stands for a token that is no square and
+    is always illegal; once the game is over every further move is illegal.
+    ``squares`` is read only up to the answer. This is
+    :func:`worldmodel.dfa.first_rejection` on :class:`~.world.OthelloWorld`, played on
+    two ints in the padded layout with no :class:`Position` per move.
+    """
+    n = pos.n
+    t = _padded(n)
+    shifts, valid, up, down, index = t.shifts, t.valid, t.up, t.down, t.index
+    over = pos.side == GAME_OVER
+    own, opp = pos.own_opp()
+    own, opp = _pad(n, own), _pad(n, opp)
+    for k, sq in enumerate(squares):
+        if over or not 0 <= sq < n * n:
+            return k
+        i = index[sq]
+        move = 1 << i
+        if (own | opp) & move:
+            return k
+        f = _ray_flips(own, opp, up[i], down[i])
+        if not f:
+            return k
+        own, opp = opp ^ f, own | f | move       # the opponent is to move ...
+        if not _legal_padded(own, opp, shifts, valid):
+            own, opp = opp, own                  # ... unless it must pass
+            over = not _legal_padded(own, opp, shifts, valid)
+    return None
 
 
 # ---------------------------------------------------------------------------

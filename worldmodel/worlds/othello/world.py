@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dfa import REJECT, World
-from .engine import BLACK, GAME_OVER, Geometry, Position, bits, random_continuation
+from .engine import BLACK, GAME_OVER, Geometry, Position, bits, first_illegal, random_continuation
 
 EMPTY_LABEL, MINE_LABEL, THEIRS_LABEL = 0, 1, 2
 
@@ -66,6 +66,14 @@ class OthelloWorld(World):
             return ()
         names = self._names
         return tuple(names[sq] for sq in random_continuation(state, max_len, rng))
+
+    def first_rejection(self, state, suffix) -> int | None:
+        """The generic :meth:`~worldmodel.dfa.World.first_rejection`, on bitboards
+        (:func:`~.engine.first_illegal`): the same answers, no position object per move."""
+        if state is REJECT:
+            return 0 if len(suffix) else None
+        index = self._index
+        return first_illegal(state, (index.get(t, -1) for t in suffix))
 
     def state_key(self, state) -> str:
         """``<black hex>/<white hex>/<side>``, side ``b``, ``w`` or ``end``."""
