@@ -404,6 +404,18 @@ def test_runner_batches_resumes_and_runs_only_its_shard(tmp_path):
     log3.shard = (1, 2)
     _Runner("m", Settings(batch_trials=2, seed=2), log3, False).run(8, draw, evaluate_batch)
     assert calls == [[20, 30], [60, 70]]
+    # waves: a process's consecutive batches evaluated together, up to `wave` trials, same records
+    calls.clear()
+    waved = _Runner("m", Settings(batch_trials=3, seed=2), TrialLog(None, {}), False, wave=6).run(8, draw, evaluate_batch)
+    assert calls == [[0, 10, 20, 30, 50], [60, 70]] and waved == out
+    calls.clear()
+    log4 = TrialLog(None, {})
+    log4.shard = (1, 2)
+    _Runner("m", Settings(batch_trials=2, seed=2), log4, False, wave=4).run(8, draw, evaluate_batch)
+    assert calls == [[20, 30, 60, 70]]  # the shard's own batches, never another's
+    calls.clear()
+    _Runner("m", Settings(batch_trials=3, seed=2), TrialLog(None, {}), False, wave=2).run(8, draw, evaluate_batch)
+    assert calls == [[0, 10, 20], [30, 50], [60, 70]]  # a wave is never smaller than a batch
     # a batch where every trial is skipped does not call the model
     calls.clear()
     _Runner("m", Settings(batch_trials=1, seed=2), TrialLog(None, {}), False).run(5, draw, evaluate_batch)

@@ -220,8 +220,12 @@ def test_lean_forward_matches_transformers_on_padded_batches(cfg):
         assert len(kv) == 2 and kv[0][0].shape == (4, 3, S, 8)
 
 
-def test_lean_decoding_state_matches_transformers_step_by_step():
-    """Shared prefixes, rows that branch, end and repeat, one token and blocks of tokens at a time."""
+@pytest.mark.parametrize("reserve", [(0, 0), (12, 16)], ids=["grown", "reserved"])
+def test_lean_decoding_state_matches_transformers_step_by_step(reserve):
+    """Shared prefixes, rows that branch, end and repeat, one token and blocks of tokens at a time.
+
+    Reserved: one allocation of 16 slots and 12 tokens, live rows gathered into it in place.
+    """
     from worldmodel.models.lean import LeanGPT2, LeanState
 
     model = _gpt2(seed=3)
@@ -231,6 +235,8 @@ def test_lean_decoding_state_matches_transformers_step_by_step():
     histories = [list(p) for p in prefixes]
     with torch.no_grad():
         state, last = LeanState.start(lean, prefixes, 0, 40, "cpu")
+        state.reserve, state.reserve_rows = reserve
+        stores = set()
         for r, p in enumerate(prefixes):
             ref = _hf_logits(model, torch.tensor([p]), torch.ones((1, len(p)), dtype=torch.long))[0, -1]
             assert (last[r] - ref).abs().max() < 1e-5
@@ -244,10 +250,13 @@ def test_lean_decoding_state_matches_transformers_step_by_step():
             width = 1 if step != 4 else 3  # a block of three tokens once
             feed = rng.integers(1, 11, (len(idx), width))
             out = state.feed(torch.as_tensor(feed))
+            stores.add(state.store.data_ptr())
             for r, h in enumerate(histories):
                 h.extend(int(x) for x in feed[r])
                 ref = _hf_logits(model, torch.tensor([h]), torch.ones((1, len(h)), dtype=torch.long))[0, -width:]
                 assert (out[r] - ref).abs().max() < 1e-5, (step, r)
+        if reserve[1]:
+            assert len(stores) == 1  # never a second allocation
 
 
 def test_lean_forward_is_used_only_where_it_computes_the_same_function():
@@ -300,3 +309,55 @@ def test_lean_prefix_memo_never_outlives_a_change_of_weights(world):
     fresh = HFModel(m.model, m.vocab).score(prefixes, sufs, Epsilon())
     assert after[0][0].probs.tolist() == fresh[0][0].probs.tolist()
     assert np.abs(after[0][0].probs - before[0][0].probs).max() > 1e-4
+
+
+def test_decoding_waves_follow_the_memory_budget_and_never_change_an_answer(world, model):
+    """Fewer prefixes per wave where their cache would pass ``wave_bytes``; the samples are the same."""
+    rng = np.random.default_rng(5)
+    p1 = [("t0",), ("t1", "t2"), (), ("t3", "t3", "t1"), ("t2",), ("t1",)]
+    p2 = [("t2", "t2", "t2"), ("t0",), ("t1",), (), ("t0", "t0"), ("t3",)]
+    us = [rng.random((8, 6)) for _ in p1]
+    rule = Epsilon(0.15)
+    per_token = model._kv_bytes_per_token()
+    assert per_token == 2 * 2 * 32 * 4  # keys and values, 2 layers, 32 wide, float32
+    per_prefix = 2 * 8 * 2 * 7 * per_token  # twin rows, 8 samples, 6 tokens and the summary slot, twice
+    budget, cap = model.wave_bytes, model.wave_prefixes
+    try:
+        model.wave_bytes = 10 ** 12
+        whole = model.sample_contrast(p1, p2, us, rule)
+        assert model._decode_chunk(p1, us, True) == len(p1)
+        model.wave_prefixes = 4
+        assert model._decode_chunk(p1, us, True) == 4
+        model.wave_bytes = 2 * per_prefix + per_prefix // 2
+        assert model._decode_chunk(p1, us, True) == 2 and model._decode_chunk(p1, us, False) == 4
+        model.wave_bytes = 1
+        assert model._decode_chunk(p1, us, True) == 1  # always at least one prefix
+        assert model.sample_contrast(p1, p2, us, rule) == whole
+        model.wave_bytes = 2 * per_prefix
+        assert model.sample_contrast(p1, p2, us, rule) == whole
+    finally:
+        model.wave_bytes, model.wave_prefixes = budget, cap
+
+
+def test_a_reserved_lean_buffer_is_allocated_once():
+    """With ``reserve`` the continuation buffer never grows (no copies), and the logits are the same."""
+    from worldmodel.models.lean import LeanGPT2, LeanState
+
+    lean = LeanGPT2.wrap(_gpt2(seed=6))
+    prefixes = [[1, 4, 5], [1, 3]]
+    feed = torch.as_tensor(np.random.default_rng(1).integers(1, 11, (2, 20)))
+    outs, buffers = [], []
+    with torch.no_grad():
+        for reserve in (0, 20):
+            state, _ = LeanState.start(lean, prefixes, 0, 40, "cpu")
+            state.reserve = reserve
+            state = state.rows(torch.tensor([0, 1]))
+            seen, out = set(), []
+            for j in range(20):
+                out.append(state.feed(feed[:, j:j + 1]))
+                seen.add(state.buf.data_ptr())
+                state = state.rows(torch.tensor([0, 1]))
+            outs.append(torch.cat(out, 1))
+            buffers.append(len(seen))
+    assert buffers == [2, 1]  # 16 tokens, then regrown once; reserved: one buffer throughout
+    assert (outs[0] - outs[1]).abs().max() < 1e-6

@@ -154,22 +154,41 @@ def _context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
     return max(0, min(want, int(cap) - prefix_len - bos))
 
 
-class _Runner:
-    """Shared trial loop: seeds, resume, batching, progress."""
+def _wave_trials(model: SequenceModel, s: Settings) -> int:
+    """Trials whose model calls run together: the model's ``wave_trials`` (if larger), else ``batch_trials``."""
+    return max(int(getattr(model, "wave_trials", 0) or 0), s.batch_trials)
 
-    def __init__(self, name: str, settings: Settings, log: TrialLog | None, progress: bool):
+
+class _Runner:
+    """Shared trial loop: seeds, resume, batching, progress.
+
+    Trials are cut into batches of ``batch_trials`` (what a process of a sharded
+    run takes, round-robin); consecutive batches of one process are evaluated
+    together in waves of at least ``wave`` trials (one model call, then every
+    record of the wave is logged). Neither size changes a trial's result: each
+    trial draws from its own seed.
+    """
+
+    def __init__(self, name: str, settings: Settings, log: TrialLog | None, progress: bool, wave: int = 0):
         self.name = name
         self.s = settings
         self.log = log or TrialLog(None, {})
         self.progress = progress
+        self.wave = max(int(wave), settings.batch_trials)
 
     def run(self, n: int, draw: Callable[[int, np.random.Generator], object],
             evaluate_batch: Callable[[list], list[dict]]) -> list[dict]:
         todo = [i for i in range(n) if i not in self.log.done]
-        chunks = [todo[c:c + self.s.batch_trials] for c in range(0, len(todo), self.s.batch_trials)]
+        batches = [todo[c:c + self.s.batch_trials] for c in range(0, len(todo), self.s.batch_trials)]
         shard = getattr(self.log, "shard", None)   # (rank, processes): run only this process's batches
         if shard is not None:
-            chunks = chunks[shard[0]::shard[1]]
+            batches = batches[shard[0]::shard[1]]
+        chunks: list[list[int]] = []
+        for b in batches:
+            if chunks and len(chunks[-1]) + len(b) <= self.wave:
+                chunks[-1] = chunks[-1] + b
+            else:
+                chunks.append(list(b))
         bar = tqdm(total=n, initial=n - len(todo), desc=self.name, disable=not self.progress, leave=False)
         for chunk in chunks:
             items = []
@@ -203,7 +222,7 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
                 log: TrialLog | None = None, progress: bool = True) -> MetricResult:
     """Sequence compression precision (pairs of prefixes reaching one state)."""
     s = settings
-    runner = _Runner("compression", s, log, progress)
+    runner = _Runner("compression", s, log, progress, _wave_trials(model, s))
 
     def draw(i, rng):
         pair = sampler.compression_pair(rng)
@@ -237,7 +256,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
                 log: TrialLog | None = None, progress: bool = True) -> dict[str, MetricResult]:
     """Sequence distinction precision and recall (pairs of prefixes reaching two states)."""
     s = settings
-    runner = _Runner("distinction", s, log, progress)
+    runner = _Runner("distinction", s, log, progress, _wave_trials(model, s))
 
     def draw(i, rng):
         pair = sampler.distinction_pair(rng)

@@ -87,8 +87,13 @@ class HFModel(SequenceModel):
         #: suffixes up to this long are scored over their trie (one pass per depth);
         #: longer ones as one padded batch after the cached prefix
         self.trie_max_len = 16
-        #: prefixes (trials) run together in one scoring or decoding wave; raise it on a GPU
+        #: prefixes (trials) run together in one scoring or decoding wave, at most; raise it on a GPU
         self.wave_prefixes = 64
+        #: bytes a decoding wave's key/value cache may take (the lean forward's buffer and the
+        #: space it gathers live rows through, both kept for the next wave): fewer prefixes run
+        #: together when their rows would need more (a quarter of the GPU's memory; 1 GiB on a CPU)
+        self.wave_bytes = (torch.cuda.get_device_properties(self.device).total_memory // 4
+                           if self.device.type == "cuda" else 1 << 30)
         self._cache_kw = cache_keyword(self.model)
         #: model id of each domain column, and column of each model id (-1: not a world token)
         self._col_ids = torch.as_tensor(vocab.token_ids, dtype=torch.long, device=self.device)
@@ -196,6 +201,31 @@ class HFModel(SequenceModel):
         if off is not None:
             return logp_all[..., off:off + len(self.tokens)].exp()
         return logp_all.index_select(-1, self._col_ids).exp()
+
+    @property
+    def wave_trials(self) -> int:
+        """Trials the metrics hand to one call (:func:`worldmodel.metrics.compression`): :attr:`wave_prefixes`."""
+        return self.wave_prefixes
+
+    def _kv_bytes_per_token(self) -> int:
+        """Bytes of keys and values one row keeps per token it has read (every layer)."""
+        cfg = self.model.config
+        layers = int(getattr(cfg, "n_layer", 0) or getattr(cfg, "num_hidden_layers", 0) or 1)
+        width = int(getattr(cfg, "n_embd", 0) or getattr(cfg, "hidden_size", 0) or 1)
+        return 2 * layers * width * next(self.model.parameters()).element_size()
+
+    def _decode_chunk(self, prefixes, uniforms, check: bool) -> int:
+        """Prefixes per decoding wave: :attr:`wave_prefixes`, fewer where the cache would pass :attr:`wave_bytes`."""
+        n = len(prefixes)
+        if n == 0:
+            return 1
+        rows = max(np.atleast_2d(np.asarray(u)).shape[0] for u in uniforms) * (2 if check else 1)
+        steps = max(np.atleast_2d(np.asarray(u)).shape[1] for u in uniforms)
+        # the lean cache keeps a row's own tokens (and gathers them through as much again);
+        # transformers' keeps the prefix too
+        width = 2 * (steps + 1) if self.lean is not None else steps + max(len(p) for p in prefixes) + 1
+        per_prefix = max(1, rows * width * self._kv_bytes_per_token())
+        return max(1, min(n, self.wave_prefixes, self.wave_bytes // per_prefix))
 
     # -- SequenceModel -----------------------------------------------------------
     @torch.no_grad()
@@ -322,7 +352,7 @@ class HFModel(SequenceModel):
                                 dtype=torch.long, device=self.device)
         dev = self.device
         V = len(self.tokens)
-        chunk = max(1, min(len(prefixes), self.wave_prefixes))
+        chunk = self._decode_chunk(prefixes, uniforms, check)
         for c0 in range(0, len(prefixes), chunk):
             pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
             C = len(pidx)
@@ -340,6 +370,8 @@ class HFModel(SequenceModel):
             max_len = torch.tensor([u.shape[1] for u in us for _ in range(u.shape[0])], device=dev)
             batch_prefixes = [prefixes[i] for i in pidx] + ([check_prefixes[i] for i in pidx] if check else [])
             state, logp0, lens = self._start(batch_prefixes)
+            if isinstance(state, LeanState):  # one buffer for the whole wave: every token, every sample's row
+                state.reserve, state.reserve_rows = T, R * (2 if check else 1)
             longest = torch.zeros(len(batch_prefixes), dtype=torch.long, device=dev)
             longest[:C] = torch.zeros(C, dtype=torch.long, device=dev).scatter_reduce(0, group, max_len, "amax")
             if check:
@@ -354,19 +386,23 @@ class HFModel(SequenceModel):
             node = group.clone()  # each sample's trie node = its row in the first half of the batch
             n_nodes = C
             for t in range(T):
-                pa = probs[:n_nodes][node]  # per sample
-                allowed, used = sampling_mask(pa, acceptance.mask(pa), keep_top)
-                w = torch.where(allowed, pa, torch.zeros_like(pa)).double()
-                total = w.sum(-1)
+                # the sampling distribution once per node, then each sample's inverse CDF at its uniform
+                pn = probs[:n_nodes]
+                allowed, used_n = sampling_mask(pn, acceptance.mask(pn), keep_top)
+                w = torch.where(allowed, pn, torch.zeros_like(pn)).double()
+                total_n = w.sum(-1)
+                cdf = w.cumsum_(-1).div_(total_n.clamp(min=1e-300)[:, None])
+                total, used = total_n[node], used_n[node]
                 ok = alive & (total > 0) & (t < max_len)
                 if check and halt_on_reject:
                     ok &= ~halted[group]
                 kept |= used & ok
-                cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
-                choice = (cdf <= U[:, t:t + 1]).sum(-1).clamp(max=V - 1)
+                # the number of CDF entries <= u (the CDF never decreases)
+                choice = torch.searchsorted(cdf.index_select(0, node), U[:, t:t + 1].contiguous(),
+                                            right=True)[:, 0].clamp_(max=V - 1)
                 toks[:, t] = torch.where(ok, choice, torch.full_like(choice, -1))
                 if check:
-                    acc_b = torch.gather(acceptance.mask(probs[n_nodes:][node]), 1, choice[:, None])[:, 0]
+                    acc_b = acceptance.mask(probs[n_nodes:])[node, choice]
                     rej = ok & ~acc_b
                     rejected_at[rej] = t
                     ok &= ~rej

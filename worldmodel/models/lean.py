@@ -59,6 +59,23 @@ class LeanGPT2:
         #: the prefixes of the last :meth:`LeanState.start` and their keys/values, kept for the next call
         self.memo: dict | None = None
         self._params = [p for p in model.parameters()]
+        #: memory kept from one decoding wave to the next (see :meth:`scratch`)
+        self._scratch: dict[str, torch.Tensor] = {}
+
+    def scratch(self, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        """An uninitialised contiguous tensor of ``shape`` in memory this object keeps between calls.
+
+        Fresh memory costs a page fault per page on first touch, which for a
+        decoding wave's cache of many megabytes was a tenth of the wave's time;
+        reusing it costs nothing. Each ``name`` is one region, so a caller may hold
+        one tensor per name at a time: the decoder's wave buffer (``"wave"``) and the
+        temporary it gathers live rows through (``"gather"``).
+        """
+        n = math.prod(shape)
+        buf = self._scratch.get(name)
+        if buf is None or buf.numel() < n or buf.device != self.wte.device or buf.dtype != self.wte.dtype:
+            buf = self._scratch[name] = self.wte.new_empty(n)
+        return buf[:n].view(shape)
 
     def version(self) -> tuple:
         """Changes whenever a weight is replaced or written in place (training, loading): the memo is then stale."""
@@ -150,24 +167,32 @@ class LeanState:
 
     Every row has been fed the same number ``t`` of tokens after its prefix (lock
     step). Their keys and values live in *slots* of one buffer ``buf``
-    ``[L, 2, N, H, 1 + cap, D]``, allocated once per wave (grown by doubling) and
-    written in place: position ``1 + j`` holds fed token ``j``, position 0 a summary
-    of the prefix (see :meth:`feed`). ``slot_group[n]`` is the prefix of slot ``n``
+    ``[L, 2, N, H, 1 + cap, D]``, the first ``N`` slots of one allocation made once
+    per wave (``reserve`` tokens and ``reserve_rows`` slots when the caller knows
+    them, else grown by doubling) and written in place: position ``1 + j`` holds
+    fed token ``j``, position 0 a summary of the prefix (see :meth:`feed`). ``slot_group[n]`` is the prefix of slot ``n``
     and ``row_slot[r]`` the slot of row ``r``. When rows change, a row keeps its
     parent's slot where it can; a parent's second and later children take the slots
     of rows that ended and get a copy of the parent's tokens so far. Ended rows stay
     in the batch (fed padding, never read) until more than a quarter of it has
     ended, or a parent has more children than there are free slots; then the live
-    rows are gathered into a new buffer.
+    rows are gathered into the first slots of the same allocation (a new one only when
+    they do not fit, or when the old state must stay usable).
     """
 
     #: gather the live slots when fewer than this share of the batch is live
     compact_below = 0.75
 
-    def __init__(self, lean: LeanGPT2, prefix_kv, prefix_ok, lens, slot_group, row_slot, buf, t, max_positions):
+    def __init__(self, lean: LeanGPT2, prefix_kv, prefix_ok, lens, slot_group, row_slot, buf, t, max_positions,
+                 reserve: int = 0, reserve_rows: int = 0, store=None):
         self.lean, self.prefix_kv, self.prefix_ok, self.lens = lean, prefix_kv, prefix_ok, lens
         self.slot_group, self.row_slot, self.buf, self.t = slot_group, row_slot, buf, t
         self.max_positions = max_positions
+        #: tokens and slots the first buffer holds (a decoder that knows its length and its
+        #: most rows sets them: the buffer is then allocated once, never regrown or copied whole)
+        self.reserve, self.reserve_rows = int(reserve), int(reserve_rows)
+        #: the allocation ``buf`` is the first ``N`` slots of (rows are gathered into it in place)
+        self.store = store if store is not None else buf
         n = len(slot_group)
         self.identity = len(row_slot) == n and bool((row_slot == torch.arange(n, device=row_slot.device)).all())
 
@@ -238,12 +263,12 @@ class LeanState:
         if self.t == 0 or self.buf is None:
             return self._compacted(self.slot_group[parent], ar, None)
         if keep:
-            return self._compacted(self.slot_group[parent], ar, self._gather(parent))
+            return self._compacted(self.slot_group[parent], ar, self._gather(parent, in_place=False))
         first = torch.full((N,), R2, dtype=torch.long, device=dev).scatter_reduce(0, parent, ar, "amin")
         is_first = first[parent] == ar
         extra = (~is_first).nonzero()[:, 0]
         if R2 > N or R2 < self.compact_below * N:
-            return self._compacted(self.slot_group[parent], ar, self._gather(parent))
+            return self._compacted(self.slot_group[parent], ar, self._gather(parent, in_place=True))
         row_slot = parent.clone()
         slot_group = self.slot_group
         if len(extra):
@@ -257,16 +282,33 @@ class LeanState:
             slot_group = slot_group.clone()
             slot_group[free] = slot_group[src]
         return LeanState(self.lean, self.prefix_kv, self.prefix_ok, self.lens, slot_group, row_slot, self.buf,
-                         self.t, self.max_positions)
+                         self.t, self.max_positions, self.reserve, self.reserve_rows, self.store)
 
-    def _gather(self, slots: torch.Tensor) -> torch.Tensor:
-        """A new buffer holding ``slots`` of this one, in that order (the tokens fed so far)."""
-        buf = self.buf.new_empty(self.buf.shape[:2] + (len(slots),) + self.buf.shape[3:])
-        buf[:, :, :, :, :1 + self.t] = self.buf[:, :, :, :, :1 + self.t].index_select(2, slots)
-        return buf
+    def _gather(self, slots: torch.Tensor, in_place: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(buffer, its allocation)`` holding ``slots`` of this buffer, in that order (the tokens fed so far).
 
-    def _compacted(self, group: torch.Tensor, row_slot: torch.Tensor, buf) -> "LeanState":
-        """A state over slots ``group`` (one per row); keeps only the prefixes still used when few are."""
+        ``in_place`` (this state is spent): written into the first slots of this
+        state's own allocation when they fit, so that no new memory is touched.
+        """
+        k, filled = len(slots), self.buf[:, :, :, :, :1 + self.t]
+        if in_place and k <= self.store.shape[2]:
+            store = self.store
+            shape = filled.shape[:2] + (k,) + filled.shape[3:]
+            picked = torch.index_select(filled, 2, slots,
+                                        out=self.lean.scratch("gather", shape) if self.reserve_rows else None)
+        else:
+            picked = filled.index_select(2, slots)
+            shape = self.store.shape[:2] + (max(k, self.reserve_rows),) + self.store.shape[3:]
+            store = self.store.new_empty(shape)
+        store[:, :, :k, :, :1 + self.t] = picked
+        return store[:, :, :k], store
+
+    def _compacted(self, group: torch.Tensor, row_slot: torch.Tensor, gathered) -> "LeanState":
+        """A state over slots ``group`` (one per row), on ``gathered`` ((buffer, allocation) or None).
+
+        Keeps only the prefixes still used when few are.
+        """
+        buf, store = gathered if gathered is not None else (None, None)
         prefix_kv, prefix_ok, lens = self.prefix_kv, self.prefix_ok, self.lens
         G = len(lens)
         if G > 8 and len(group):
@@ -277,7 +319,8 @@ class LeanState:
                 group = (torch.cumsum(used, 0) - 1)[group]
                 prefix_kv = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in prefix_kv]
                 prefix_ok, lens = prefix_ok[keep], lens[keep]
-        return LeanState(self.lean, prefix_kv, prefix_ok, lens, group, row_slot, buf, self.t, self.max_positions)
+        return LeanState(self.lean, prefix_kv, prefix_ok, lens, group, row_slot, buf, self.t, self.max_positions,
+                         self.reserve, self.reserve_rows, store)
 
     def feed(self, tokens: torch.Tensor, tok_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Feed ``tokens`` ``[R, S]`` to every row (right padding allowed); returns logits ``[R, S, V]``.
@@ -302,13 +345,16 @@ class LeanState:
         L, H, D = len(lean.blocks), lean.n_head, lean.head_dim
         t0, t1 = self.t, self.t + S
         if self.buf is None or self.buf.shape[4] < 1 + t1:
-            cap = max(t1, 16, 2 * (self.buf.shape[4] if self.buf is not None else t1))
+            cap = max(t1, 16, self.reserve, 2 * (self.buf.shape[4] if self.buf is not None else t1))
             cap = min(cap, max(t1, self.max_positions))
-            buf = torch.empty((L, 2, N, H, 1 + cap, D), dtype=lean.wte.dtype, device=dev)
-            buf[:, 0, :, :, 0] = 0  # the summary key (see attend)
+            shape = (L, 2, max(N, self.reserve_rows), H, 1 + cap, D)
+            # a decoder's wave (reserve_rows set) runs alone: its buffer is the model's kept memory
+            first = self.buf is None
+            store = lean.scratch("wave", shape) if self.reserve_rows and first else lean.wte.new_empty(shape)
+            store[:, 0, :N, :, 0] = 0  # the summary key (see attend); later slots get it with their tokens
             if t0 and self.buf is not None:
-                buf[:, :, :, :, :1 + t0] = self.buf[:, :, :, :, :1 + t0]
-            self.buf = buf
+                store[:, :, :N, :, :1 + t0] = self.buf[:, :, :, :, :1 + t0]
+            self.store, self.buf = store, store[:, :, :N]
         if not self.identity:
             phys = torch.zeros((N, S), dtype=tokens.dtype, device=dev)
             phys[self.row_slot] = tokens
