@@ -269,13 +269,7 @@ def naive_trials(name, draw, world, model, s: Settings, trials: list):
 
     Trials whose pair cannot be drawn are appended to ``trials`` as skipped.
     """
-    for i in range(s.trials):
-        rng = np.random.default_rng(trial_seed(s.seed, name, i))
-        try:
-            pair = draw(rng)
-        except TrialSkipped as exc:
-            trials.append({"trial": i, "status": "skipped", "reason": exc.reason})
-            continue
+    for i, rng, pair in _draw_trials(name, draw, s, trials):
         u = rng.random((s.M, s.max_sample_len))
         room = min(s.max_sample_len, model.max_positions - max(len(pair.prefix1), len(pair.prefix2)) - 1)
         samples = naive_sample(model, pair.prefix1, u[:, :room], s.acceptance, world.stop_tokens, _keep_top(s))
@@ -294,10 +288,7 @@ def naive_compression(world, model, sampler, s: Settings):
 def naive_distinction(world, model, sampler, s: Settings):
     trials = []
     for i, rng, pair, samples in naive_trials("distinction", sampler.distinction_pair, world, model, s, trials):
-        if s.boundary == "exact":
-            true_b = exact_boundary(world, pair.state1, pair.state2, s.k)
-        else:
-            true_b = sampled_boundary(world, pair.state1, pair.state2, s.M, s.boundary_len or s.max_sample_len, rng)
+        true_b = _true_boundary(world, pair, s, rng)
         model_b = {tuple(x[: j + 1]) for x, (_, j) in zip(samples, naive_accepts(model, pair.prefix2, samples, s.acceptance))
                    if j is not None}
         precision = 1.0 if not model_b else float(np.mean(
@@ -433,7 +424,10 @@ def main(argv=None):
     ap.add_argument("--train-steps", type=int, default=400)
     ap.add_argument("--trials", type=int, default=60)
     ap.add_argument("--batch-trials", type=int,
-                    help="engine: trials whose model calls run together in one wave (default: the task's, 16)")
+                    help="the [evaluate] setting batch_trials: trials per logged batch and shard (default: the task's, 16)")
+    ap.add_argument("--wave-trials", type=int,
+                    help="engine: trials whose model calls run together in one wave, at most (HFModel.wave_prefixes, "
+                         "default 64; fewer where the wave's cache would pass HFModel.wave_bytes)")
     ap.add_argument("--M", type=int, default=30)
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--skip-naive", action="store_true", help="leave the naive engine out")
@@ -458,8 +452,8 @@ def main(argv=None):
         train(task, ck, steps=args.train_steps, data_dir=Path(ck.parent) / "data", progress=False)
     world, sampler = task.world, task.domain.sampler()
     model = HFModel.from_pretrained(ck, world, device=args.device)
-    if args.batch_trials:
-        model.wave_prefixes = max(model.wave_prefixes, args.batch_trials)
+    if args.wave_trials:
+        model.wave_prefixes = args.wave_trials
     cfg = dict(task.section("evaluate"))
     cfg.update(trials=args.trials, M=args.M)
     if args.batch_trials:
@@ -535,6 +529,7 @@ def main(argv=None):
     n = s.trials * args.rounds
     print(f"task {task.name}, checkpoint {ck} ({n_params / 1e6:.2f}M parameters), device {dev}; {s.trials} trials "
           f"x {args.rounds} round(s), M={s.M}, {s.acceptance}, keep_top={_keep_top(s)}, batch_trials={s.batch_trials}, "
+          f"wave: up to {model.wave_trials} trials ({model.wave_bytes / 2**20:.0f} MiB), "
           f"engine forward: {'lean GPT-2' if model.lean is not None else 'transformers'}")
     print(f"machine load (1-min average) {load0[0]:.1f} before, {load1[0]:.1f} after; {os.cpu_count()} CPUs")
     print(f"{'metric':<12} {'engine/s':>9} {'authors/s':>9} {'naive/s':>8} {'vs authors':>10} {'vs naive':>8} "
