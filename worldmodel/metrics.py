@@ -91,7 +91,7 @@ class Settings:
     boundary: str = "exact"  #: "exact" (enumerate to length k) or "sampled" (M random continuations)
     boundary_len: int | None = None  #: length of sampled true-boundary continuations (default: max_sample_len)
     max_boundary: int | None = None  #: score at most this many true-boundary suffixes (sampled without replacement)
-    batch_trials: int = 16  #: trials whose model calls are batched together
+    batch_trials: int = 16  #: trials per logged batch (dealt out in a sharded run); a model may join batches
     seed: int = 0
     probe_sequences: int = 1000
     probe_epochs: int = 100
