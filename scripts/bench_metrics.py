@@ -81,6 +81,25 @@ def _domain_ids(model: HFModel) -> torch.Tensor:
     return torch.as_tensor(np.asarray(ids), dtype=torch.long, device=model.device)
 
 
+
+def _inverse_cdf(probs: torch.Tensor, acc, keep_top: bool, u: torch.Tensor):
+    """``(column, total)`` per row: the inverse CDF at ``u`` of ``probs`` restricted to what ``acc`` allows.
+
+    Written here, not taken from the engine, so the baselines stay independent of
+    it: allowed tokens of positive probability, the top token kept where none is
+    (``keep_top``, as ``generate(epsilon_cutoff=ε)``), cumulative sums in float64.
+    """
+    allowed = acc.mask(probs) & (probs > 0)
+    if keep_top:
+        empty = ~allowed.any(-1)
+        if bool(empty.any()):
+            top = probs.argmax(-1, keepdim=True)
+            allowed = allowed.scatter(-1, top, torch.gather(allowed, -1, top) | empty[:, None])
+    w = torch.where(allowed, probs, torch.zeros_like(probs)).double()
+    total = w.sum(-1)
+    cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
+    return (cdf <= u).sum(-1).clamp(max=probs.shape[-1] - 1), total
+
 class _UniformDraw:
     """The last logits processor of an epsilon-cutoff ``generate``: makes its random draw reproducible.
 
@@ -106,17 +125,8 @@ class _UniformDraw:
 
     def __call__(self, input_ids, scores):
         probs = torch.log_softmax(self.logits.float(), dim=-1).exp()[:, self.cols]
-        allowed = self.acc.mask(probs) & (probs > 0)
-        if self.keep_top:
-            empty = ~allowed.any(-1)
-            if bool(empty.any()):
-                top = probs.argmax(-1, keepdim=True)
-                allowed = allowed.scatter(-1, top, torch.gather(allowed, -1, top) | empty[:, None])
-        w = torch.where(allowed, probs, torch.zeros_like(probs)).double()
-        total = w.sum(-1)
+        pick, total = _inverse_cdf(probs, self.acc, self.keep_top, self.u[:, self.step:self.step + 1])
         self.done |= total <= 0
-        cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
-        pick = (cdf <= self.u[:, self.step:self.step + 1]).sum(-1).clamp(max=len(self.cols) - 1)
         choice = torch.where(self.done, torch.full_like(pick, self.m.vocab.pad_id), self.cols[pick])
         self.done |= torch.isin(choice, self.stop)
         self.step += 1
@@ -197,16 +207,9 @@ class _ForceTokens:
     def __call__(self, input_ids, scores):
         off = self.m.vocab.offset
         probs = torch.softmax(scores.float(), -1)[:, off:]
-        allowed = self.acc.mask(probs) & (probs > 0)
-        if self.keep_top:
-            empty = ~allowed.any(-1)
-            top = probs.argmax(-1, keepdim=True)
-            allowed = allowed.scatter(-1, top, torch.gather(allowed, -1, top) | empty[:, None])
-        w = torch.where(allowed, probs, torch.zeros_like(probs)).double()
-        total = w.sum(-1)
+        pick, total = _inverse_cdf(probs, self.acc, self.keep_top, self.u[:, self.step:self.step + 1])
         self.done |= total <= 0
-        cdf = w.cumsum(-1) / total.clamp(min=1e-300)[:, None]
-        choice = (cdf <= self.u[:, self.step:self.step + 1]).sum(-1).clamp(max=probs.shape[-1] - 1) + off
+        choice = pick + off
         choice = torch.where(self.done, torch.full_like(choice, self.m.vocab.pad_id), choice)
         self.done |= torch.isin(choice, self.stop)
         self.step += 1
