@@ -154,18 +154,14 @@ def _context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
     return max(0, min(want, int(cap) - prefix_len - bos))
 
 
-def _wave_trials(model: SequenceModel, s: Settings) -> int:
-    """Trials whose model calls run together: the model's ``wave_trials`` (if larger), else ``batch_trials``."""
-    return max(int(getattr(model, "wave_trials", 0) or 0), s.batch_trials)
-
-
 class _Runner:
     """Shared trial loop: seeds, resume, batching, progress.
 
     Trials are cut into batches of ``batch_trials`` (what a process of a sharded
     run takes, round-robin); consecutive batches of one process are evaluated
-    together in waves of at least ``wave`` trials (one model call, then every
-    record of the wave is logged). Neither size changes a trial's result: each
+    together in waves of up to ``wave`` trials, never less than one batch (one
+    model call, then every record of the wave is logged): the model's
+    ``wave_trials``, where it has one. Neither size changes a trial's result: each
     trial draws from its own seed.
     """
 
@@ -174,7 +170,7 @@ class _Runner:
         self.s = settings
         self.log = log or TrialLog(None, {})
         self.progress = progress
-        self.wave = max(int(wave), settings.batch_trials)
+        self.wave = max(int(wave or 0), settings.batch_trials)
 
     def run(self, n: int, draw: Callable[[int, np.random.Generator], object],
             evaluate_batch: Callable[[list], list[dict]]) -> list[dict]:
@@ -222,7 +218,7 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
                 log: TrialLog | None = None, progress: bool = True) -> MetricResult:
     """Sequence compression precision (pairs of prefixes reaching one state)."""
     s = settings
-    runner = _Runner("compression", s, log, progress, _wave_trials(model, s))
+    runner = _Runner("compression", s, log, progress, getattr(model, "wave_trials", 0))
 
     def draw(i, rng):
         pair = sampler.compression_pair(rng)
@@ -256,7 +252,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
                 log: TrialLog | None = None, progress: bool = True) -> dict[str, MetricResult]:
     """Sequence distinction precision and recall (pairs of prefixes reaching two states)."""
     s = settings
-    runner = _Runner("distinction", s, log, progress, _wave_trials(model, s))
+    runner = _Runner("distinction", s, log, progress, getattr(model, "wave_trials", 0))
 
     def draw(i, rng):
         pair = sampler.distinction_pair(rng)

@@ -214,13 +214,16 @@ class HFModel(SequenceModel):
         width = int(getattr(cfg, "n_embd", 0) or getattr(cfg, "hidden_size", 0) or 1)
         return 2 * layers * width * next(self.model.parameters()).element_size()
 
-    def _decode_chunk(self, prefixes, uniforms, check: bool) -> int:
-        """Prefixes per decoding wave: :attr:`wave_prefixes`, fewer where the cache would pass :attr:`wave_bytes`."""
+    def _decode_chunk(self, prefixes, uniforms: list[np.ndarray], check: bool) -> int:
+        """Prefixes per decoding wave: :attr:`wave_prefixes`, fewer where the cache would pass :attr:`wave_bytes`.
+
+        ``uniforms``: one 2-d array (samples × steps) per prefix.
+        """
         n = len(prefixes)
         if n == 0:
             return 1
-        rows = max(np.atleast_2d(np.asarray(u)).shape[0] for u in uniforms) * (2 if check else 1)
-        steps = max(np.atleast_2d(np.asarray(u)).shape[1] for u in uniforms)
+        rows = max(u.shape[0] for u in uniforms) * (2 if check else 1)
+        steps = max(u.shape[1] for u in uniforms)
         # the lean cache keeps a row's own tokens (and gathers them through as much again);
         # transformers' keeps the prefix too
         width = 2 * (steps + 1) if self.lean is not None else steps + max(len(p) for p in prefixes) + 1
@@ -352,11 +355,12 @@ class HFModel(SequenceModel):
                                 dtype=torch.long, device=self.device)
         dev = self.device
         V = len(self.tokens)
+        uniforms = [np.atleast_2d(np.asarray(u, dtype=np.float64)) for u in uniforms]
         chunk = self._decode_chunk(prefixes, uniforms, check)
         for c0 in range(0, len(prefixes), chunk):
             pidx = list(range(c0, min(len(prefixes), c0 + chunk)))
             C = len(pidx)
-            us = [np.atleast_2d(np.asarray(uniforms[i], dtype=np.float64)) for i in pidx]
+            us = [uniforms[i] for i in pidx]
             group = torch.tensor([k for k, u in enumerate(us) for _ in range(u.shape[0])], dtype=torch.long, device=dev)
             R = len(group)
             if R == 0:

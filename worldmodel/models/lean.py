@@ -170,14 +170,15 @@ class LeanState:
     ``[L, 2, N, H, 1 + cap, D]``, the first ``N`` slots of one allocation made once
     per wave (``reserve`` tokens and ``reserve_rows`` slots when the caller knows
     them, else grown by doubling) and written in place: position ``1 + j`` holds
-    fed token ``j``, position 0 a summary of the prefix (see :meth:`feed`). ``slot_group[n]`` is the prefix of slot ``n``
-    and ``row_slot[r]`` the slot of row ``r``. When rows change, a row keeps its
-    parent's slot where it can; a parent's second and later children take the slots
-    of rows that ended and get a copy of the parent's tokens so far. Ended rows stay
-    in the batch (fed padding, never read) until more than a quarter of it has
-    ended, or a parent has more children than there are free slots; then the live
-    rows are gathered into the first slots of the same allocation (a new one only when
-    they do not fit, or when the old state must stay usable).
+    fed token ``j``, position 0 a summary of the prefix (see :meth:`feed`).
+    ``slot_group[n]`` is the prefix of slot ``n`` and ``row_slot[r]`` the slot of
+    row ``r``. When rows change, a row keeps its parent's slot where it can; a
+    parent's second and later children take the slots of rows that ended and get a
+    copy of the parent's tokens so far. Ended rows stay in the batch (fed padding,
+    never read) until more than a quarter of it has ended, or a parent has more
+    children than there are free slots; then the live rows are gathered into the
+    first slots of the same allocation (a new one only when they do not fit, or
+    when the old state must stay usable).
     """
 
     #: gather the live slots when fewer than this share of the batch is live
