@@ -447,7 +447,7 @@ def main(argv=None):
         ck = Path(args.checkpoint)
         task = load_checkpoint_task(args.task, ck)
     else:
-        from worldmodel.train import train
+        from worldmodel.training import train
 
         task = load_task(args.task or "toy-dfa")
         ck = Path(tempfile.mkdtemp()) / "ck"

@@ -5,7 +5,7 @@
 
 Three measurements, one run:
 
-1. **Loops.** ``worldmodel.train.train`` (the loop) and a copy of the loop it
+1. **Loops.** ``worldmodel.training.train`` (the loop) and a copy of the loop it
    replaced (batches built row by row from Python lists, a padding mask, transformers'
    own loss, non-fused AdamW, a host sync every step) train the same model from the
    same initial weights on the same file batches for ``--steps`` steps. They run in
@@ -51,8 +51,8 @@ import torch  # noqa: E402
 from worldmodel.datastream import PackedSequences, token_lut  # noqa: E402
 from worldmodel.models import Vocabulary, gpt2_config, quiet_transformers  # noqa: E402
 from worldmodel.tasks import load_task, read_sequences  # noqa: E402
-from worldmodel.train import (FileBatches, _StreamChunks, lm_loss, matmul_peak_flops,  # noqa: E402
-                              model_ids, train)
+from worldmodel.training import FileBatches, lm_loss, matmul_peak_flops, model_ids, train  # noqa: E402
+from worldmodel.training.batches import _StreamChunks  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

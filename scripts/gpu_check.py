@@ -168,7 +168,7 @@ def main(argv=None) -> int:
     from worldmodel import evaluator
     from worldmodel.models import quiet_transformers
     from worldmodel.tasks import load_task
-    from worldmodel.train import train
+    from worldmodel.training import train
 
     quiet_transformers()
     out = Path(args.out)

@@ -24,7 +24,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from worldmodel.datasets import paper_graph_json
+from worldmodel.worlds.navigation.data_sets import paper_graph_json
 
 CENTER = (40.7540, -73.9840)
 RADIUS_M = 1200.0

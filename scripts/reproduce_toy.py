@@ -29,7 +29,7 @@ from worldmodel.checkpoints import mismatch
 from worldmodel.evaluator import build_model, evaluate, settings_for
 from worldmodel.results import write_if_changed
 from worldmodel.tasks import load_task
-from worldmodel.train import train
+from worldmodel.training import train
 
 METRICS = [("next_token", "Next-token"), ("probe", "Probe"), ("compression_precision", "Compr. P"),
            ("distinction_precision", "Dist. P"), ("distinction_recall", "Dist. R")]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from worldmodel.chat import ChatReport
-from worldmodel.cli import add_chat_run_arguments, chat_label, load_domain_task, out_folder
+from worldmodel.commands.common import add_chat_run_arguments, chat_label, load_domain_task, out_folder
 from worldmodel.errors import WorldModelError
 from worldmodel.results import MetricResult
 from worldmodel.worlds.seating.protocol import ProtocolSettings, SeatingReport

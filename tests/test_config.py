@@ -109,9 +109,17 @@ def test_the_cli_stops_with_one_line_and_writes_nothing(tmp_path, capsys):
 
 
 def test_evaluate_schema_is_the_settings_dataclass():
-    from worldmodel.metrics import Settings
+    from worldmodel.settings import Settings
 
-    assert set(EVALUATE) == {f.name for f in dataclasses.fields(Settings)} | {"epsilon"}
+    assert set(EVALUATE) == {f.name for f in dataclasses.fields(Settings)} - {"extra"} | {"epsilon"}
+
+
+def test_train_schema_is_the_train_config_dataclass():
+    from worldmodel.tasks import TRAIN
+    from worldmodel.training import TrainConfig
+
+    assert set(TRAIN) == {f.name for f in dataclasses.fields(TrainConfig)} - {"seed"}
+    assert TRAIN["steps"] is int and TRAIN["lr"] is float and TRAIN["compile"] is bool and TRAIN["keep"] is str
 
 
 def test_gpt2_config_refuses_unknown_keys():

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from worldmodel import datasets as D
+from worldmodel.worlds.navigation import data_sets as N
 from worldmodel import safe_pickle
 from worldmodel.cli import main
 from worldmodel.errors import WorldModelError
@@ -232,7 +233,7 @@ def test_paper_pickles_convert_to_the_exact_json(server, cache, monkeypatch):
     spec = D.DataSet(name="manhattan-fixture", folder="manhattan", description="test",
                      files={n: sha((target / n).read_bytes()) for n in ("world_model_edges.json", "nodes.csv", "edges.csv")},
                      remotes=tuple(D.Remote(n, sha(b), len(b), (f"{server.url}/{n}",)) for n, b in pickles.items()),
-                     build=D._build_manhattan)
+                     build=N.build_manhattan)
     import networkx as nx
 
     g = nx.MultiDiGraph()
@@ -241,7 +242,7 @@ def test_paper_pickles_convert_to_the_exact_json(server, cache, monkeypatch):
     g.add_node(7, x=0.0, y=0.0)                       # not in the graph: left out
     g.add_edge(42423020, 42434965, length=120.0)
     g.add_edge(42423020, 42434965, length=80.5)       # parallel edges: the shortest
-    monkeypatch.setattr(D, "osmnx_coordinates", functools.partial(D.osmnx_coordinates, graph=g))
+    monkeypatch.setattr(N, "osmnx_coordinates", functools.partial(N.osmnx_coordinates, graph=g))
     report = D.fetch(spec, progress=False)
     got = cache / "data" / "manhattan"
     assert (got / "world_model_edges.json").read_bytes() == (target / "world_model_edges.json").read_bytes()
@@ -260,7 +261,7 @@ def test_the_real_converter_matches_the_recorded_checksum_format():
     for name, v in data["variants"].items():
         edges = v["edges"] if "edges" in v else data["variants"][v["edges_same_as"]]["edges"]
         variants[name] = ({(u, d): w for u, d, w in edges}, v["valid_turns"])
-    assert D.paper_graph_json(variants) == (FIXTURES / "manhattan" / "world_model_edges.json").read_bytes()
+    assert N.paper_graph_json(variants) == (FIXTURES / "manhattan" / "world_model_edges.json").read_bytes()
 
 
 def test_restricted_unpickler_refuses_code(tmp_path):

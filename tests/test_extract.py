@@ -7,9 +7,8 @@ import pytest
 
 from worldmodel.acceptance import Epsilon, TopK
 from worldmodel.cli import main
-from worldmodel.dfa import REJECT, ExplicitDFA, counterexample, equivalent, random_dfa
-from worldmodel.extract import (Conformance, ModelAcceptor, RandomWalkTester, WMethodTester, diff, explicit_world,
-                                extract, lstar)
+from worldmodel.dfa import REJECT, ExplicitDFA, counterexample, equivalent, explicit_world, random_dfa
+from worldmodel.extract import Conformance, ModelAcceptor, RandomWalkTester, WMethodTester, diff, extract, lstar
 from worldmodel.models import HFModel, TrueWorldModel, Vocabulary
 
 X, Y = "x", "y"

@@ -184,7 +184,7 @@ def test_aggregate_averages_pairs_then_groups():
 
 from worldmodel.acceptance import Epsilon, TopK  # noqa: E402
 from worldmodel.errors import WorldModelError  # noqa: E402
-from worldmodel.metrics import _context_room, _pair_fields  # noqa: E402
+from worldmodel.metrics import context_room, _pair_fields  # noqa: E402
 from worldmodel.sampling import PrefixPair  # noqa: E402
 
 
@@ -231,17 +231,18 @@ def test_settings_accept_the_smallest_values_and_parse_rules():
 
 
 def test_context_room():
-    class Capped:
+    class Capped:                              # the two attributes SequenceModel declares
         max_positions = 10
+        context_tokens = 0
 
     class CappedNoBos(Capped):
         context_tokens = 1
 
-    assert _context_room(TrueWorldModel(WORLD), 50, 7) == 7            # no context limit
-    assert _context_room(Capped(), 3, 100) == 6                         # 10 - 3 - BOS
-    assert _context_room(Capped(), 3, 4) == 4
-    assert _context_room(CappedNoBos(), 3, 100) == 7                    # no BOS position
-    assert _context_room(Capped(), 12, 5) == 0
+    assert context_room(TrueWorldModel(WORLD), 50, 7) == 7            # no context limit
+    assert context_room(Capped(), 3, 100) == 6                         # 10 - 3 - BOS
+    assert context_room(Capped(), 3, 4) == 4
+    assert context_room(CappedNoBos(), 3, 100) == 7                    # no BOS position
+    assert context_room(Capped(), 12, 5) == 0
 
 
 def test_pair_fields():

@@ -16,7 +16,7 @@ from worldmodel.cli import main
 from worldmodel.errors import WorldModelError
 from worldmodel.results import ShardedTrialLog, merge_trial_logs, read_trial_log, shard_part, shard_parts
 from worldmodel.tasks import load_task
-from worldmodel.train import train
+from worldmodel.training import train
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--trials", "40", "--M", "8", "--metrics", "compression,distinction,next-token"]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from worldmodel import train as T
+from worldmodel import training as T
 from worldmodel.datastream import PackedSequences, token_lut
 from worldmodel.errors import WorldModelError
 from worldmodel.models import Vocabulary
@@ -97,7 +97,7 @@ def test_resume_after_a_kill_ends_with_the_same_weights(data, tmp_path, monkeypa
         run("toy-dfa", killed, data / "toy")
     partial = tmp_path / "killed.partial"
     assert (partial / T.RESUME_FILE).exists() and not killed.exists()
-    assert torch.load(partial / T.RESUME_FILE, weights_only=False)["step"] == 16
+    assert torch.load(partial / T.RESUME_FILE, weights_only=True)["step"] == 16
     drawn = {"n": 0}
 
     def counting(self):
@@ -130,7 +130,7 @@ def test_stream_resume_mid_chunk_and_interrupt_signal(data, tmp_path, monkeypatc
     cut = tmp_path / "cut"
     with pytest.raises(WorldModelError, match="interrupted at step 11; rerun the same command"):
         run("othello-6x6-tiny", cut, data / "oth", **over)
-    assert torch.load(tmp_path / "cut.partial" / T.RESUME_FILE, weights_only=False)["step"] == 11
+    assert torch.load(tmp_path / "cut.partial" / T.RESUME_FILE, weights_only=True)["step"] == 11
     drawn = {"n": 0}
 
     def counting(self):

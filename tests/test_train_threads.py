@@ -9,7 +9,7 @@ import torch
 
 from worldmodel.errors import WorldModelError
 from worldmodel.tasks import load_task
-from worldmodel.train import train
+from worldmodel.training import train
 
 TOY = """name = "toy-threads"
 domain = "toy"
@@ -85,7 +85,7 @@ def test_cpu_matmul_probe_counts_cpu_time_not_time_lost_to_other_processes(monke
     """A shared machine stretches the wall clock; the peak is taken from the process's CPU time then."""
     import itertools
 
-    from worldmodel import train as train_mod
+    from worldmodel.training import speed as train_mod
 
     monkeypatch.setattr(train_mod, "_PEAK_CACHE", {})
     real = train_mod.time.perf_counter

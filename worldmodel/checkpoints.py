@@ -1,6 +1,6 @@
 """Checkpoints: load one, say what it was trained on, reuse it or train it.
 
-A checkpoint is the folder :func:`worldmodel.train.train` writes: a
+A checkpoint is the folder :func:`worldmodel.training.train` writes: a
 ``save_pretrained`` model, ``vocab.json``, ``training.json`` (task, dataset, steps,
 losses, time) and ``task.toml`` (the task file it was trained from).
 
@@ -113,7 +113,7 @@ def reuse_or_train(task, dataset: str, folder: str | Path, steps: int | None = N
         return folder, info
     if not train:
         raise WorldModelError(f"{folder} cannot be reused ({why}) and training is off")
-    from .train import train as run_training
+    from .training import train as run_training
 
     print(f"training {task.name}/{dataset} into {folder} ({why})")
     info = run_training(task, folder, dataset=dataset, steps=want, data_dir=data_dir, progress=progress)

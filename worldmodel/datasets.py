@@ -19,19 +19,10 @@ whole: its files are gathered in a hidden staging folder of the cache, a
 never holds a half-written entry. Downloads in progress are kept as ``.part`` files under
 ``<cache>/downloads`` and resumed (HTTP ``Range``) by the next attempt.
 
-Data sets (:data:`DATASETS`):
-
-* ``manhattan-paper``: the paper's Manhattan graph (Vafa et al.), ``world_model_edges.json``
-  built from the authors' six pickles (keyonvafa/world-model-evaluation at a pinned
-  commit; read with :mod:`worldmodel.safe_pickle`, converted byte for byte to the JSON the
-  checksum names), plus ``nodes.csv``/``edges.csv`` (coordinates and lengths from
-  OpenStreetMap). Online, the coordinates come from a live osmnx download; OpenStreetMap
-  changes, so those two files cannot match the mirror's checksums and are recorded in the
-  manifest as unverified. From a mirror all three are verified.
-* ``wthor``: the Fédération Française d'Othello's WTHOR database, one file per year
-  (1977–2025) plus the player and tournament lists, from ffothello.org; when the FFO has
-  published a newer release than the one pinned here (its files then fail the checksum),
-  the pinned copy in borassi/othello-sensei is used instead.
+Data sets are the worlds' own: each world lists its :class:`DataSet` entries in its
+``data_sets`` module, registered in :mod:`worldmodel.registry` (``worldmodel fetch --list``
+shows them all): ``manhattan-paper`` (:mod:`worldmodel.worlds.navigation.data_sets`),
+``wthor`` (:mod:`worldmodel.worlds.othello.data_sets`).
 """
 
 from __future__ import annotations
@@ -92,223 +83,18 @@ class DataSet:
     licence: str = ""
 
 
-# ---------------------------------------------------------------------------
-# The paper's Manhattan graph
-# ---------------------------------------------------------------------------
+def data_sets() -> dict[str, DataSet]:
+    """Every world's data sets by name (each world registers its own: :func:`worldmodel.registry.data_sets`)."""
+    from . import registry
 
-PAPER_REPO = "keyonvafa/world-model-evaluation"
-PAPER_COMMIT = "ba363f05b59fe63f30ff79a3dfbe6609101383f8"
-PAPER_PICKLES = {  # (variant, file) -> (sha256, bytes)
-    ("shortest", "node_and_direction_to_neighbor"): ("660ba10e503626de6d9357cd38d8149f864b803e18082e3a562796d3f4e597b1", 140672),
-    ("shortest", "valid_turns"): ("e7e858b87317630852c48f7dc9a015953d631fc6f306da678d9f75962de57141", 61120),
-    ("random", "node_and_direction_to_neighbor"): ("3718bca93a0c4da09ef191adaf0ba7aaef6cc6e465bf9a9ef83e7f169be70320", 140678),
-    ("random", "valid_turns"): ("3d18253b54d14e06c9270e765ba615273d870dcf0f3e188680f248395fa48203", 61097),
-    ("traffic", "node_and_direction_to_neighbor"): ("3718bca93a0c4da09ef191adaf0ba7aaef6cc6e465bf9a9ef83e7f169be70320", 140678),
-    ("traffic", "valid_turns"): ("3493c98fecab1d8837a398710624e84530de1aaeb82785d334de0abffa4bf250", 61129),
-}
-MANHATTAN_PLACE = "Manhattan, New York City, New York, USA"
-DIRECTIONS = ("N", "NE", "E", "SE", "S", "SW", "W", "NW")
-_GRAPH_HEADER = {
-    "format": "edges: [u, direction, v] = from OSM node u, moving in `direction`, the next intersection is OSM "
-              "node v (one entry per key of node_and_direction_to_neighbor.pkl). valid_turns: {u (as string): "
-              "[directions]} copied verbatim from valid_turns.pkl, list order kept.",
-    "directions": list(DIRECTIONS),
-    "source": "keyonvafa/world-model-evaluation, mapping/sequences/{shortest,random,traffic}/"
-              "{node_and_direction_to_neighbor,valid_turns}.pkl; see PROVENANCE.md",
-    "note": "random/ and traffic/ node_and_direction_to_neighbor.pkl are byte-identical, so traffic stores "
-            "edges_same_as=random. The three valid_turns.pkl differ only in which nodes carry an empty list.",
-}
-
-
-def paper_graph_json(variants: dict[str, tuple[dict, dict]]) -> bytes:
-    """``world_model_edges.json`` from the paper's pickles, ``{variant: (neighbours, valid_turns)}``.
-
-    ``neighbours`` maps ``(node, direction)`` to the next node; ``valid_turns`` maps a node
-    to its directions (order kept). Edges are written sorted as ``[u, direction, v]``, one
-    per line; a variant whose edges equal an earlier one's stores ``edges_same_as``. The
-    layout is fixed, so the same pickles always give the same bytes.
-    """
-    out = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in _GRAPH_HEADER.items()]
-    out.append(' "variants": {')
-    seen: dict[str, list] = {}
-    names = list(variants)
-    for i, name in enumerate(names):
-        neighbours, turns = variants[name]
-        try:
-            edges = sorted((int(u), str(d), int(w)) for (u, d), w in neighbours.items())
-            turn_table = {str(int(k)): [str(d) for d in v] for k, v in turns.items()}
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise FetchError(f"paper graph pickles for {name!r} do not hold the expected tables ({exc})") from None
-        out.append(f"  {json.dumps(name)}: {{")
-        same = next((other for other, e in seen.items() if e == edges), None)
-        if same is not None:
-            out.append(f'   "edges_same_as": {json.dumps(same)},')
-        else:
-            seen[name] = edges
-            out.append('   "edges": [')
-            out += [f"    {json.dumps(list(e))}," for e in edges]
-            out[-1] = out[-1].rstrip(",")
-            out.append("   ],")
-        out.append(f'   "valid_turns": {json.dumps(turn_table)}')
-        out.append("  }" + ("," if i < len(names) - 1 else ""))
-    out += [" }", "}"]
-    return ("\n".join(out) + "\n").encode()
-
-
-def _build_manhattan(downloaded: dict[str, Path], staging: Path) -> list[str]:
-    from . import safe_pickle
-
-    variants = {}
-    for variant in ("shortest", "random", "traffic"):
-        variants[variant] = tuple(safe_pickle.load(downloaded[f"{variant}-{kind}.pkl"])
-                                  for kind in ("node_and_direction_to_neighbor", "valid_turns"))
-    (staging / "world_model_edges.json").write_bytes(paper_graph_json(variants))
-    osmnx_coordinates(staging / "world_model_edges.json", staging / "nodes.csv", staging / "edges.csv")
-    return ["nodes.csv", "edges.csv"]
-
-
-def osmnx_coordinates(graph_json: Path, nodes_csv: Path, edges_csv: Path, place: str = MANHATTAN_PLACE,
-                      graph=None) -> None:
-    """Write ``nodes.csv`` (``osm_id,lat,lon,src``) and ``edges.csv`` (``u,v,length_m``) for the
-    nodes of ``graph_json`` from an osmnx drive network of ``place`` (downloaded unless
-    ``graph``, a networkx MultiDiGraph with ``x``/``y`` node and ``length`` edge attributes, is given)."""
-    import csv
-    import datetime
-
-    data = json.loads(Path(graph_json).read_text())
-    ids: set[str] = set()
-    for v in data["variants"].values():
-        for u, _, w in v.get("edges", []):
-            ids.update((str(u), str(w)))
-        ids.update(v.get("valid_turns", {}))
-    if graph is None:
-        try:
-            import osmnx as ox
-
-            graph = ox.graph_from_place(place, network_type="drive", simplify=True)
-        except (OSError, ValueError, RuntimeError, KeyError) as exc:  # network or Overpass failures
-            raise FetchError(f"could not download coordinates of {place!r} from OpenStreetMap with osmnx "
-                             f"({type(exc).__name__}: {exc}); use `worldmodel fetch manhattan-paper --from DIR` "
-                             "with a copy of the data") from None
-    stamp = "osmnx-" + datetime.date.today().isoformat()
-    rows = sorted((str(n), float(a["y"]), float(a["x"])) for n, a in graph.nodes(data=True) if str(n) in ids)
-    lengths: dict[tuple[str, str], float] = {}
-    for u, v, a in graph.edges(data=True):
-        key = (str(u), str(v))
-        if key[0] in ids and key[1] in ids and "length" in a:
-            lengths[key] = min(float(a["length"]), lengths.get(key, float("inf")))
-    with nodes_csv.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["osm_id", "lat", "lon", "src"])
-        w.writerows([n, f"{lat:.7f}", f"{lon:.7f}", stamp] for n, lat, lon in rows)
-    with edges_csv.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["u", "v", "length_m"])
-        w.writerows([u, v, f"{m:.3f}"] for (u, v), m in sorted(lengths.items()))
-
-
-MANHATTAN = DataSet(
-    name="manhattan-paper",
-    folder="manhattan",
-    description="the paper's Manhattan street graph (4,580 nodes, 9,705 edges per variant) with coordinates",
-    files={
-        "world_model_edges.json": "c810d3baf795d68c1965bea2c44188179c7419ae172fb6ff093e4fcbbd20de8e",
-        "nodes.csv": "c6cf0d48cccd1b6c2f738f493cc5104ab287e6839b80f748255337dc0c78e3b5",
-        "edges.csv": "edc3edb132886857b9e5f35f7809cb64bfd927b5dd49c30f35bec09ec349be51",
-    },
-    remotes=tuple(
-        Remote(f"{variant}-{kind}.pkl", sha, size,
-               (f"https://raw.githubusercontent.com/{PAPER_REPO}/{PAPER_COMMIT}/mapping/sequences/{variant}/{kind}.pkl",))
-        for (variant, kind), (sha, size) in PAPER_PICKLES.items()
-    ),
-    build=_build_manhattan,
-    licence="graph: MIT (c) 2024 Keyon Vafa; coordinates and lengths: (c) OpenStreetMap contributors, ODbL 1.0",
-)
-
-
-# ---------------------------------------------------------------------------
-# WTHOR (Fédération Française d'Othello)
-# ---------------------------------------------------------------------------
-
-FFO_BASE = "https://www.ffothello.org/wthor/base"
-SENSEI_BASE = ("https://raw.githubusercontent.com/borassi/othello-sensei/"
-               "07818a00a30b86eab610d4265984e7ff43de77c9/assets/archive/Thor")
-WTHOR_FILES = (  # (name, sha256, bytes): the FFO release of 2026-02, as archived by othello-sensei
-    ("WTH.JOU", "3db81a3850ab4bb1ff4523f2d326fccbc4168ae68865ec4fcc45b884bdde56c9", 88976),
-    ("WTH.TRN", "eb0e261c958fc0aa3bdd0aca887e989f1bdf3cad7e64e49ff18cdf7c3327b333", 12808),
-    ("WTH_1977.wtb", "9c44b6bf9dca9c9226252a99678d298cec7ae26a39368fdfff207e61ab3cef94", 832),
-    ("WTH_1978.wtb", "46e1ecef62dc7e7e5d6dd315aa6de9d9e4147b19cc94bf4a45ef10e8dc22499d", 560),
-    ("WTH_1979.wtb", "b210e8334d49b8c29cd5e6671efa3283c03f320019df1bd07db7c915b8e40546", 764),
-    ("WTH_1980.wtb", "38a6f4a121883621e11ac5ea9943c5342bc18bbf9c7ea3ef72fb2a9717343331", 10896),
-    ("WTH_1981.wtb", "ed654368797faf50e005e07b3c457d34ba6a06833fd52a1f186aa07bf74f82c9", 10420),
-    ("WTH_1982.wtb", "a9f113b77034584184f103ead32030097739eb30600a6c6bf1d4cbc040429e29", 7496),
-    ("WTH_1983.wtb", "a962233829c420d78a133aecfab466ad2da456b87db98c8a62087446540d16a6", 13548),
-    ("WTH_1984.wtb", "c4f848c5a5e99e6a80be0e29af541958914a25e0515f51184d48ade9aa03546d", 39932),
-    ("WTH_1985.wtb", "cff42294d01eec1784a194dbb5af250b302bf6a725f0158f4d99282fc58f4722", 64888),
-    ("WTH_1986.wtb", "ccaff79b4e6f86dc6f4b917178b0ef01784aba4c39500143f87b0c70af0ac299", 97936),
-    ("WTH_1987.wtb", "9410c7a166248de66649ae80f9da67f4ef2cbc520956d3117d56848747813156", 94264),
-    ("WTH_1988.wtb", "8e70a6f6c2e79ed60af3c593505d5b87e8b81d16f87f0788e9ddcab755430b15", 123980),
-    ("WTH_1989.wtb", "459d9c22674ee5033f38249c20260eba9b4773e4ac9caaeab4fbd2f974729539", 148664),
-    ("WTH_1990.wtb", "8100ff898e9c1c13d44dd6cfbfd78d8753cda731e1dc4db05cb31add10f8e209", 203064),
-    ("WTH_1991.wtb", "246cb916d0af1d229e541ccb2cafff7e64d5d0174f191b4d3ace564642260206", 214352),
-    ("WTH_1992.wtb", "44f9c95612fdbe75a285a51e66dbb83712f7f1b5822910fb41b5b5a6434d3872", 227612),
-    ("WTH_1993.wtb", "2fdba7cbc3d771b6d23be3889445c7580c36c05745916d9f9049c33ea65f023b", 236928),
-    ("WTH_1994.wtb", "5bdb8b6c394ff0f85952256d88015b3dfcda59939e2be48af05d6889f42dedb2", 295340),
-    ("WTH_1995.wtb", "77102226943bd869233b9a9c58e70f83b3308170a9c2d10abece64a68a64a9d7", 337840),
-    ("WTH_1996.wtb", "cf10aae185db77c6e1089a56351d6ce7436f4e5fc910b5e71f03c712859258b7", 397952),
-    ("WTH_1997.wtb", "4b0b9f403e2a1bb1c9ba0ed02c1c39cea0127db056fcdfc6c4c6ce74baf5eb50", 522324),
-    ("WTH_1998.wtb", "a5d39409c5e3a84519fa0c2a84f368cb97ce63be4964ef1321be9381976aae5a", 549252),
-    ("WTH_1999.wtb", "e78208e66ff6b2dca9c37754c1a840cd177c53d8691926d35e75b6cce5b37a4f", 522596),
-    ("WTH_2000.wtb", "f70faa94377a6f8b67792da6ac0e905593712352d8b26ac064da54506dd53944", 289220),
-    ("WTH_2001.wtb", "21920f4776d810126ee1b68c99541f8ac389cf98055c19cb5fa815ed95b846dd", 379116),
-    ("WTH_2002.wtb", "fe36942863354622a6cc307e73307202348c262c5e49a99371d4743284218852", 368780),
-    ("WTH_2003.wtb", "57bcab596cc10e7668c898642094219213c0d3293d7e2180852e0c4ac9c6a95c", 262360),
-    ("WTH_2004.wtb", "90e5dc4f4cd37a5e02f3833e9b82128a330534f8afd22e780011748f1683cc97", 619700),
-    ("WTH_2005.wtb", "a2793df2b806f2933a16c8c615de7192f0d778f8c8ed9683a1a8790f417013dc", 285548),
-    ("WTH_2006.wtb", "596504fe8435acd73d479bf570ae3fb8d033796db5b3f2ef3c61bde9492b1955", 200072),
-    ("WTH_2007.wtb", "a29e8a1d26913bc704ddb7d7a8a0ee01a8b9def101428cd661411cd1da39e4fc", 168520),
-    ("WTH_2008.wtb", "9e4b4501a8c48e464148409d7f3583220ed1426f75f50a0420333fe471056701", 151792),
-    ("WTH_2009.wtb", "a25036acbbe03ccaa0236445d5176174040d57f7b9941d21979013bd616a6112", 295680),
-    ("WTH_2010.wtb", "b7fdbcb1d64c08cc012792404fe297b07f9e0eac8cd73d2afab48303d4d92a91", 147712),
-    ("WTH_2011.wtb", "ebea481ed09095247b107abf8e348b79bb398ced5c0854166027a6abeeff2030", 128604),
-    ("WTH_2012.wtb", "a92d7b251986dabde2aa6774456a6dcb3785e9e0db7a2b11094aa49bf903e611", 150160),
-    ("WTH_2013.wtb", "f71f1981b6519b7bcc768f832f6c25e3bb9d2b896dc5375a6b681fc1ddad8f2d", 162944),
-    ("WTH_2014.wtb", "45728d4de4f2b1a40a83bdd46fcffe48e21c85aa4e786f2c6aec6fe6db8bd230", 123572),
-    ("WTH_2015.wtb", "7fac0f0a4fb2734a7ac6d98f85a9d6969e02250b8a61f46bbebcfe11cacff59e", 130984),
-    ("WTH_2016.wtb", "afaccc1ab00502da45416010621566d808ca8d00de09232b196dc3e3451af446", 136900),
-    ("WTH_2017.wtb", "854ce8189596c87846d78ee151776ef74dcdc8972bf02eac6f4d8e60f5308c18", 166548),
-    ("WTH_2018.wtb", "db9e475aa33cbbd68f9a1231421656b6c9f4939cccec386f1761e2d19661edf4", 165188),
-    ("WTH_2019.wtb", "5907d39469ef7a67846c59e50f4368fcd0458bb4bf9802a7d6050dca2c71bf1f", 134860),
-    ("WTH_2020.wtb", "2987c5a149ff88a6087c863a065d54d0c0d586255b41cfd06976495a173ac573", 60944),
-    ("WTH_2021.wtb", "f7c2672aaae2badeb1c21bccfc7e4936a11277c68fcb9775f6c7375872f22208", 46256),
-    ("WTH_2022.wtb", "f48859be434a916be20e7dacc5a403acaaf6ba9ee0c2ca6129446e001d84f72a", 93448),
-    ("WTH_2023.wtb", "eb4988e1f34d44c1d8ae82aea620422d7b9762a51eb12fd07ad79fb23b0a54ea", 168520),
-    ("WTH_2024.wtb", "cfb0a86eac305d3de8399a600de99241bd0f0ddceb9431381c70a471281494fb", 196604),
-    ("WTH_2025.wtb", "dfdb85456431e59122336a03fe384b037436ac5f3f0c3b6e5462870635c9483d", 198576),
-)
-
-
-def _ffo_name(name: str) -> str:
-    return {"WTH.JOU": "WTHOR.JOU", "WTH.TRN": "WTHOR.TRN"}.get(name, name)
-
-
-WTHOR = DataSet(
-    name="wthor",
-    folder="othello",
-    description="the WTHOR database of Othello games, 1977-2025 (137,548 games, 9.5 MB)",
-    files={name: sha for name, sha, _ in WTHOR_FILES},
-    remotes=tuple(Remote(name, sha, size, (f"{FFO_BASE}/{_ffo_name(name)}", f"{SENSEI_BASE}/{name}"))
-                  for name, sha, size in WTHOR_FILES),
-    licence="Fédération Française d'Othello (WTHOR database), free public download; credit the FFO",
-)
-
-DATASETS: dict[str, DataSet] = {d.name: d for d in (MANHATTAN, WTHOR)}
+    return {d.name: d for d in registry.data_sets()}
 
 
 def dataset(name: str) -> DataSet:
-    if name not in DATASETS:
-        raise WorldModelError(f"unknown data set {name!r} (known: {', '.join(DATASETS)})")
-    return DATASETS[name]
+    known = data_sets()
+    if name not in known:
+        raise WorldModelError(f"unknown data set {name!r} (known: {', '.join(known)})")
+    return known[name]
 
 
 # ---------------------------------------------------------------------------
@@ -337,7 +123,7 @@ def installed(ds: DataSet) -> Path | None:
 
 
 def _folder_owner(folder: str) -> DataSet | None:
-    return next((d for d in DATASETS.values() if d.folder == folder), None)
+    return next((d for d in data_sets().values() if d.folder == folder), None)
 
 
 def resolve_shared(relative: str) -> Path:
@@ -588,7 +374,7 @@ def _install(staging: Path, final: Path) -> None:
 def status() -> list[tuple[str, str, str]]:
     """(name, where it resolves or 'missing', description) for every data set."""
     rows = []
-    for ds in DATASETS.values():
+    for ds in data_sets().values():
         try:
             where = str(resolve_shared(ds.folder))
         except WorldModelError:

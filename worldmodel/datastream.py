@@ -1,6 +1,6 @@
 """Training data as numpy arrays: packed sequence files and seeded sequence streams.
 
-Two sources feed :func:`worldmodel.train.train`:
+Two sources feed :func:`worldmodel.training.train`:
 
 * :class:`PackedSequences`: many sequences held as **one** flat integer array plus
   offsets (sequence ``i`` is ``tokens[offsets[i]:offsets[i + 1]]``). Files (the fixed

@@ -1,8 +1,8 @@
 """The world as a deterministic finite automaton, and Myhill–Nerode machinery on it.
 
-A :class:`World` is the paper's DFA ``W = (Q, Σ, δ, q0, F)`` with a special reject state
-and ``F = Q \\ {q_reject}``: every state that is not the reject state accepts, so a
-sequence is *valid* exactly when running it never hits :data:`REJECT`.
+The contract, :class:`~worldmodel.api.World` (the paper's DFA with a reject state, every
+other state accepting), lives in :mod:`worldmodel.api`; this module holds what works on
+any world, and the explicit, table-driven DFA.
 
 Worlds come in two flavours:
 
@@ -15,155 +15,25 @@ Worlds come in two flavours:
 Generic helpers work on any world: :func:`run`, :func:`is_valid`,
 :func:`valid_suffixes`, :func:`exact_boundary` (the paper's Def. 2.4, bounded to
 length ``k``), :func:`sampled_boundary` (its approximation from random valid
-continuations) and :func:`random_walk`.
+continuations), :func:`random_walk`, and :func:`explicit_world` (a world's minimal
+DFA, enumerated).
 
 Tokens are domain strings throughout; integer ids exist only inside model adapters.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections import deque
-from typing import Any, Hashable, Iterator, Sequence
+from typing import Hashable, Iterator, Sequence
 
 import numpy as np
 
+from .api.world import REJECT, Suffix, Token, World
 from .errors import WorldModelError
 
-Token = str
-Suffix = tuple[Token, ...]
-
-
-class _Reject:
-    """The reject state ``q_reject``: no outgoing transitions, never accepting."""
-
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "REJECT"
-
-    def __reduce__(self):
-        return (_Reject, ())
-
-
-REJECT: Any = _Reject()
-
-
-class World(ABC):
-    """A deterministic world over a finite token alphabet.
-
-    Subclasses define :attr:`tokens`, :meth:`initial_state` and :meth:`step`.
-    States must be hashable and two states must compare equal exactly when they are
-    the same Myhill–Nerode class (accept the same futures); metrics rely on this to
-    decide "same state" versus "different states". :meth:`valid_tokens`,
-    :meth:`random_walk` and :meth:`first_rejection` have generic implementations that
-    subclasses may override for speed, with identical results (Othello overrides all
-    three).
-    """
-
-    #: The alphabet Σ, in a fixed order. Model adapters build their vocabulary from it.
-    tokens: tuple[Token, ...] = ()
-    #: Tokens after which a sequence is finished (e.g. navigation's ``end``). Sampling
-    #: stops after emitting one.
-    stop_tokens: frozenset[Token] = frozenset()
-    #: A short name used in messages and results.
-    name: str = "world"
-
-    @abstractmethod
-    def initial_state(self) -> Hashable:
-        """The start state ``q0``."""
-
-    @abstractmethod
-    def step(self, state: Hashable, token: Token) -> Hashable:
-        """``δ(state, token)``: the next state, or :data:`REJECT`."""
-
-    def valid_tokens(self, state: Hashable) -> list[Token]:
-        """Tokens ``a`` with ``δ(state, a) ≠ q_reject``, in alphabet order."""
-        if state is REJECT:
-            return []
-        return [t for t in self.tokens if self.step(state, t) is not REJECT]
-
-    def random_walk(self, state: Hashable, max_len: int, rng: np.random.Generator) -> Suffix:
-        """A continuation from ``state`` choosing uniformly among valid tokens at each step.
-
-        Stops after ``max_len`` tokens, at a state with no valid token, or after a stop
-        token. Each step draws ``rng.integers(len(options))`` once, ``options`` being
-        :meth:`valid_tokens` of the current state, and takes that option. A world may
-        override this for speed only with the same result: the same tokens and the
-        same draws from ``rng`` (so ``rng`` ends in the same state).
-        """
-        out: list[Token] = []
-        s = state
-        while len(out) < max_len:
-            options = self.valid_tokens(s)
-            if not options:
-                break
-            t = options[int(rng.integers(len(options)))]
-            out.append(t)
-            if t in self.stop_tokens:
-                break
-            s = self.step(s, t)
-        return tuple(out)
-
-    def first_rejection(self, state: Hashable, suffix: Sequence[Token]) -> int | None:
-        """Index of the first token of ``suffix`` rejected from ``state``; None if valid.
-
-        Generic: :meth:`step` token by token. A world may override this for speed only
-        with the same answers.
-        """
-        s = state
-        for i, t in enumerate(suffix):
-            s = self.step(s, t) if s is not REJECT else REJECT
-            if s is REJECT:
-                return i
-        return None
-
-    def state_key(self, state: Hashable) -> str:
-        """A JSON-friendly name for a state, used to group trials in results."""
-        return repr(state)
-
-    def token_text(self, token: Token) -> str:
-        """A token in words, for reports (the token itself unless a world says otherwise)."""
-        return str(token)
-
-    def probe_targets(self, state: Hashable) -> np.ndarray | None:
-        """Integer labels a linear probe should read off a model's hidden state.
-
-        Returns an int array of shape ``(n_targets,)`` (one label per target: the
-        current intersection for maps, one of empty/mine/theirs per square for
-        Othello), or ``None`` where the world defines no probe.
-        """
-        return None
-
-    def next_token_positions(self, sequence: Sequence[Token]) -> range:
-        """The prefix lengths ``j`` at which the next-token test asks for ``sequence[j]``.
-
-        Every prefix by default (``j = 0 .. len - 1``). A world whose sequences open
-        with given context (navigation: origin and destination) names only the
-        positions the model must predict, as the paper's code does.
-        """
-        return range(len(sequence))
-
-    def check_tokens(self, tokens: Sequence[Token], what: str = "sequence") -> None:
-        """Raise :class:`WorldModelError` naming the first token not in the alphabet."""
-        known = self._token_set()
-        for i, t in enumerate(tokens):
-            if t not in known:
-                raise WorldModelError(
-                    f"{what}: token {t!r} at position {i} is not in the {self.name} world's alphabet"
-                )
-
-    def _token_set(self) -> frozenset[Token]:
-        cached = getattr(self, "_token_set_cache", None)
-        if cached is None or len(cached) != len(self.tokens):
-            cached = frozenset(self.tokens)
-            self._token_set_cache = cached
-        return cached
+__all__ = ["REJECT", "ExplicitDFA", "Suffix", "Token", "World", "counterexample", "equivalent", "exact_boundary",
+           "explicit_world", "first_rejection", "is_valid", "random_dfa", "random_walk", "run", "sampled_boundary",
+           "valid_suffixes"]
 
 
 # ---------------------------------------------------------------------------
@@ -311,6 +181,71 @@ class ExplicitDFA(World):
             [self.tokens[i] for i in np.flatnonzero(delta[s] >= 0)] for s in range(n)
         ]
 
+    #: what :meth:`state_key` calls each state (set by :meth:`from_dict` and :meth:`from_networkx`); None: its number
+    state_names: tuple | None = None
+
+    # Constructors ------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, transitions, start, tokens: Sequence[Token] | None = None, name: str = "dfa") -> "ExplicitDFA":
+        """A DFA from ``{state: {token: next state}}``; a missing transition (or ``None``) goes to the reject state.
+
+        States may be any hashable names; they are numbered ``0, 1, …`` from ``start`` in the
+        order they first appear (breadth-first from the mapping's own order), and
+        :meth:`state_key` reports the names. ``tokens`` fixes the alphabet and its order
+        (default: every token of the mapping, in order of first appearance). A target state
+        that has no row of its own has no valid token.
+        """
+        alphabet: list[Token] = list(tokens) if tokens is not None else []
+        seen_tok = set(alphabet)
+        order: dict = {}
+        for root in [start, *transitions]:          # the start first; states it cannot reach keep a row too
+            if root in order:
+                continue
+            order[root] = len(order)
+            queue = deque([root])
+            while queue:
+                for tok, nxt in (transitions.get(queue.popleft()) or {}).items():
+                    if tokens is None and tok not in seen_tok:
+                        seen_tok.add(tok)
+                        alphabet.append(tok)
+                    if nxt is not None and nxt not in order:
+                        order[nxt] = len(order)
+                        queue.append(nxt)
+        col = {t: i for i, t in enumerate(alphabet)}
+        delta = np.full((len(order), len(alphabet)), -1, dtype=np.int64)
+        for s, row in transitions.items():
+            for tok, nxt in (row or {}).items():
+                if tok not in col:
+                    raise WorldModelError(f"transition {s!r} --{tok!r}--> {nxt!r}: {tok!r} is not in the given tokens")
+                if nxt is not None:
+                    delta[order[s], col[tok]] = order[nxt]
+        dfa = cls(delta, alphabet, 0, name=name)
+        dfa.state_names = tuple(order)
+        return dfa
+
+    @classmethod
+    def from_networkx(cls, graph, start, label: str = "label", tokens: Sequence[Token] | None = None,
+                      name: str = "dfa") -> "ExplicitDFA":
+        """A DFA from a networkx ``DiGraph`` or ``MultiDiGraph`` whose edges carry their token in ``label``.
+
+        An edge's label may be one token or a list of tokens (several transitions to the same
+        node). A node with two edges of the same token is not deterministic: one-line error.
+        Every node of the graph is a state; a token with no edge from a node is rejected there.
+        """
+        transitions: dict = {n: {} for n in graph.nodes}
+        for u, v, data in graph.edges(data=True):
+            if label not in data:
+                raise WorldModelError(f"edge {u!r} -> {v!r} has no {label!r} attribute (its token)")
+            toks = data[label] if isinstance(data[label], (list, tuple)) else [data[label]]
+            for tok in toks:
+                if tok in transitions[u] and transitions[u][tok] != v:
+                    raise WorldModelError(f"node {u!r} has two edges labelled {tok!r} (to {transitions[u][tok]!r} "
+                                          f"and {v!r}): not deterministic")
+                transitions[u][tok] = v
+        if start not in transitions:
+            raise WorldModelError(f"start node {start!r} is not in the graph")
+        return cls.from_dict(transitions, start, tokens=tokens, name=name)
+
     # World interface -----------------------------------------------------
     @property
     def n_states(self) -> int:
@@ -334,7 +269,7 @@ class ExplicitDFA(World):
         return list(self._valid[state])
 
     def state_key(self, state) -> str:
-        return str(state)
+        return str(state) if self.state_names is None else str(self.state_names[state])
 
     def probe_targets(self, state) -> np.ndarray:
         return np.array([int(state)], dtype=np.int64)
@@ -519,3 +454,48 @@ def random_dfa(
         dfa, _ = dfa.minimise()
     return dfa
 
+
+def explicit_world(world: World, max_states: int = 5000) -> tuple[ExplicitDFA, list[str]]:
+    """The world's minimal DFA by breadth-first enumeration, with a name per state.
+
+    An :class:`ExplicitDFA` world is minimised directly. An implicit world is
+    enumerated from its start state; more than ``max_states`` reachable states
+    raises :class:`WorldModelError` (the whole true automaton is out of reach).
+    Returns ``(minimal, labels)``; ``labels[q]`` is ``world.state_key`` of a state
+    in class ``q`` (for an explicit DFA, its original state numbers).
+    """
+    if isinstance(world, ExplicitDFA):
+        minimal, class_of = world.minimise()
+        labels = [",".join(str(s) for s in np.flatnonzero(class_of == q)) for q in range(minimal.n_states)]
+        return minimal, labels
+    start = world.initial_state()
+    ids: dict[Hashable, int] = {start: 0}
+    states = [start]
+    rows: list[list[int]] = []
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        row = []
+        for t in world.tokens:
+            nxt = world.step(s, t)
+            if nxt is REJECT:
+                row.append(-1)
+                continue
+            if nxt not in ids:
+                if len(states) >= max_states:
+                    raise WorldModelError(
+                        f"the {world.name} world has more than {max_states:,} reachable states: its whole automaton "
+                        f"is out of reach for extraction, which compares against every true state")
+                ids[nxt] = len(states)
+                states.append(nxt)
+                queue.append(nxt)
+            row.append(ids[nxt])
+        rows.append(row)
+    dfa = ExplicitDFA(np.array(rows, dtype=np.int64).reshape(len(states), len(world.tokens)), world.tokens,
+                      name=world.name)
+    minimal, class_of = dfa.minimise()
+    labels = [""] * minimal.n_states
+    for old, q in enumerate(class_of):
+        if q >= 0 and not labels[q]:
+            labels[q] = world.state_key(states[old])
+    return minimal, labels

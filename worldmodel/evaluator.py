@@ -6,9 +6,13 @@
     settings = evaluator.settings_for(task, trials=50)
     summary = evaluator.evaluate(task, model, ["compression", "distinction"], settings)
 
-The command line (``worldmodel evaluate``), the world commands and the reproduction
-scripts all go through :func:`evaluate`; everything it needs is an explicit argument
-(no argparse object travels below the command line).
+``worldmodel evaluate`` and the reproduction scripts go through :func:`evaluate`; the
+world commands build their models with :func:`build_model`. Everything either needs is an
+explicit argument (no argparse object travels below the command line). The metrics are
+the registered ones (:data:`worldmodel.registry.METRICS`): each is run by its spec, so a
+metric added there (or by an installed package) runs here with no change to this module.
+``task`` may be a task name or file, a :class:`~worldmodel.tasks.Task`, or a world or
+domain built in Python (:func:`worldmodel.tasks.load_task`).
 """
 
 from __future__ import annotations
@@ -20,16 +24,13 @@ from typing import Callable, Sequence
 
 from .errors import WorldModelError
 
-#: settings that command-line flags may override, by ``[evaluate]`` key
-OVERRIDABLE = ("trials", "M", "k", "seed", "probe_sequences", "probe_epochs", "keep_top", "next_token_positions",
-               "next_token_pooling")
-
-
 def build_model(task, checkpoint: str | Path | None = None, model: str | None = None, seed: int = 0,
                 device: str = "cpu"):
     """The model to evaluate: a checkpoint folder, ``"true"`` (the true world model) or ``"untrained"``."""
     from .models import HFModel, TrueWorldModel, Vocabulary
+    from .tasks import load_task
 
+    task = load_task(task)
     world = task.world
     if checkpoint:
         from .checkpoints import load
@@ -45,14 +46,17 @@ def build_model(task, checkpoint: str | Path | None = None, model: str | None = 
 def settings_for(task, acceptance: str | None = None, epsilon: float | None = None, **overrides):
     """The task's ``[evaluate]`` settings with explicit overrides (``None`` values are ignored).
 
-    ``overrides`` may set any of :data:`OVERRIDABLE`; ``acceptance`` (a spec such as
-    ``"top-k:3"``) wins over ``epsilon``. The domain's ``boundary`` kind applies unless
-    the task sets one.
+    ``overrides`` may set any :class:`~worldmodel.settings.Settings` field or a registered
+    metric's setting; ``acceptance`` (a spec such as ``"top-k:3"``) wins over ``epsilon``. The
+    domain's :attr:`~worldmodel.api.Domain.boundary` kind applies unless the task sets one.
     """
     from .acceptance import Epsilon, parse_acceptance
-    from .metrics import Settings
+    from .settings import Settings, metric_settings
+    from .tasks import load_task
 
-    unknown = set(overrides) - set(OVERRIDABLE)
+    task = load_task(task)
+    known = {f for f in Settings.__dataclass_fields__ if f not in ("acceptance", "extra")} | set(metric_settings())
+    unknown = set(overrides) - known
     if unknown:
         raise TypeError(f"settings_for() got unknown override(s) {sorted(unknown)}")
     cfg = dict(task.section("evaluate"))
@@ -62,7 +66,7 @@ def settings_for(task, acceptance: str | None = None, epsilon: float | None = No
         settings.acceptance = parse_acceptance(acceptance)
     elif epsilon is not None:
         settings.acceptance = Epsilon(epsilon)
-    boundary = getattr(task.domain, "boundary", None)
+    boundary = task.domain.boundary
     if boundary and "boundary" not in cfg:
         settings.boundary = boundary
     return settings
@@ -110,25 +114,33 @@ def local_device(device: str) -> str:
 def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | None = None,
              dataset: str | None = None, data_dir: str | Path | None = None, progress: bool = True,
              extras: bool = True, shard: Shard | None = None) -> dict | None:
-    """Run ``metrics`` (names from :data:`worldmodel.metrics.ALL_METRICS`) and the domain's extras.
+    """Run ``metrics`` (registered names: :func:`worldmodel.registry.metric_names`) and the domain's extras.
 
-    ``dataset`` picks the held-out data of next-token, probe and the domain's extra
-    metrics (default: the task's first dataset); ``data_dir`` where it lives. With
-    ``out`` each metric's trials are logged beside it (a rerun resumes) and the summary
-    is written there as JSON. ``extras=False`` skips the domain's extra metrics.
-    Returns ``{"task", "model", "dataset", "settings", "metrics": {name: result dict}}``.
+    ``dataset`` picks the held-out data of the metrics that read data and of the domain's
+    extra metrics (default: the task's first dataset); ``data_dir`` where it lives. With
+    ``out`` each trial-based metric's trials are logged beside it (a rerun resumes) and the
+    summary is written there as JSON. ``extras=False`` skips the domain's extra metrics.
+    Returns ``{"task", "model", "dataset", "settings", "metrics": {result key: result dict}}``,
+    the results in registry order.
 
     With ``shard`` (several processes, :meth:`Shard.from_env`), every process runs its
-    share of the compression, distinction and next-token trials (whole batches of
-    ``batch_trials``, dealt round-robin) into its own part of the trial log; the main
-    process merges the parts and computes the summary from all trials, so it equals
-    a single-process run's, runs the probe and the domain's extras, writes ``out`` and
-    returns the summary; the other processes return None. ``out`` is required (the
-    processes meet through its files; on several machines it must be on a shared disk).
+    share of the trial-based metrics' trials (whole batches of ``batch_trials``, dealt
+    round-robin) into its own part of the trial log; the main process merges the parts and
+    computes the summary from all trials, so it equals a single-process run's, runs the
+    other metrics and the domain's extras, writes ``out`` and returns the summary; the
+    other processes return None. ``out`` is required (the processes meet through its files;
+    on several machines it must be on a shared disk).
     """
-    from . import metrics as M
+    from . import registry
+    from .api.metric import MetricContext
     from .results import ShardedTrialLog, TrialLog, check_writable, merge_trial_logs, write_json_atomic
+    from .tasks import load_task
 
+    task = load_task(task)
+    specs = [s for s in registry.metrics() if s.name in metrics]
+    unknown = sorted(set(metrics) - {s.name for s in specs})
+    if unknown:
+        raise WorldModelError(f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(registry.metric_names())})")
     domain = task.domain
     world = domain.world
     out = Path(out) if out is not None else None
@@ -141,10 +153,12 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
     if out is not None:
         check_writable(out, "--out")  # before any work: a bad output path fails at once
     main = shard is None or shard.main
-    results = {}
-    source = getattr(model, "source", model.name)
+    source = model.label
     # the dataset is part of the header: a rerun on other data never resumes these trials
     base_settings = {"task": task.name, "model": source, "dataset": dataset, **settings.to_dict()}
+
+    def context(progress_here: bool) -> MetricContext:
+        return MetricContext(task, domain, world, model, settings, dataset, data_dir, progress_here)
 
     def path(name):
         return out.with_name(out.stem + f".{name}.trials.jsonl")
@@ -154,40 +168,40 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
             return None
         return TrialLog(path(name), {**base_settings, "metric": name})
 
-    def trial_metric(name, run):
-        """Run a trial-based metric, sharded when asked; the result (main process) from all trials."""
+    def trial_metric(spec):
+        """Run a trial-based metric, sharded when asked; the results (main process) from all trials."""
+        run = spec.function()
         if shard is None:
-            return run(log(name), progress)
-        header = {**base_settings, "metric": name}
-        part = ShardedTrialLog(path(name), header, shard.rank, shard.size)
+            return run(context(progress), log(spec.name))
+        header = {**base_settings, "metric": spec.name}
+        part = ShardedTrialLog(path(spec.name), header, shard.rank, shard.size)
         shard.barrier()                   # every process has read what is done before any writes
-        run(part, progress and shard.main)
+        run(context(progress and shard.main), part)
         part.close()
         shard.barrier()
-        result = None
+        got = None
         if shard.main:
-            merge_trial_logs(path(name), header)
-            result = run(log(name), False)  # every trial is logged: this only aggregates
+            merge_trial_logs(path(spec.name), header)
+            got = run(context(False), log(spec.name))  # every trial is logged: this only aggregates
         shard.barrier()
-        return result
+        return got
 
-    if "compression" in metrics:
-        results["compression_precision"] = trial_metric(
-            "compression", lambda lg, pr: M.compression(world, model, domain.sampler(), settings, lg, pr))
-    if "distinction" in metrics:
-        got = trial_metric("distinction", lambda lg, pr: M.distinction(world, model, domain.sampler(), settings, lg, pr))
-        if main:
-            results.update(got)
-    if "next-token" in metrics:
-        seqs = domain.sequences("test", dataset, data_dir)
-        results["next_token"] = trial_metric(
-            "next-token", lambda lg, pr: M.next_token(world, model, seqs, settings, lg, pr))
+    got: dict[str, dict] = {}
+    for spec in specs:
+        if spec.trials:
+            got[spec.name] = trial_metric(spec)
     if not main:
         shard.barrier()                   # wait while the main process runs the rest
         return None
-    if "probe" in metrics:
-        seqs = domain.sequences("train", dataset, data_dir)
-        results["probe"] = M.probe(world, model, seqs, settings, progress)
+    for spec in specs:
+        if not spec.trials:
+            got[spec.name] = spec.function()(context(progress), None)
+    results = {}
+    for spec in specs:
+        for key in spec.keys:
+            if key not in got[spec.name]:
+                raise WorldModelError(f"metric {spec.name!r} returned no {key!r} (it returned {sorted(got[spec.name])})")
+            results[key] = got[spec.name][key]
     if extras:
         results.update(domain.extra_metrics(model, dataset=dataset, data_dir=data_dir, progress=progress))
     summary = {

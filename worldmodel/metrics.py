@@ -62,95 +62,27 @@ a default with a setting for the other behaviour:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .acceptance import AcceptanceRule, Epsilon, parse_acceptance
 from .dfa import REJECT, World, exact_boundary, first_rejection, sampled_boundary
 from .errors import TrialSkipped, WorldModelError
-from .models import SequenceModel
+from .models import SampleGroup, SequenceModel
 from .results import MetricResult, TrialLog, aggregate, pooled, trial_seed
 from .sampling import PrefixPair, StateSampler
-
-ALL_METRICS = ("compression", "distinction", "next-token", "probe")
-
-
-@dataclass
-class Settings:
-    """Metric settings; defaults are the paper's (ε = 0.01, M = 30, k = 5)."""
-
-    acceptance: AcceptanceRule = field(default_factory=Epsilon)
-    M: int = 30  #: model continuations sampled per prefix
-    k: int = 5  #: maximal length of true-boundary suffixes (exact boundary)
-    trials: int = 100  #: prefix pairs (compression, distinction) or sequences (next-token)
-    max_sample_len: int = 100  #: cap on the length of sampled continuations
-    boundary: str = "exact"  #: "exact" (enumerate to length k) or "sampled" (M random continuations)
-    boundary_len: int | None = None  #: length of sampled true-boundary continuations (default: max_sample_len)
-    max_boundary: int | None = None  #: score at most this many true-boundary suffixes (sampled without replacement)
-    batch_trials: int = 16  #: trials per logged batch (dealt out in a sharded run); a model may join batches
-    seed: int = 0
-    probe_sequences: int = 1000
-    probe_epochs: int = 100
-    probe_lr: float = 0.01
-    probe_batch: int = 2048
-    keep_top: bool = True  #: sample the top token where the rule allows none (the authors' sampler)
-    next_token_positions: str = "world"  #: "world" (the positions it names) or "all" (every prefix)
-    next_token_pooling: str = "tokens"  #: "tokens" (share of all positions) or "sequences" (mean per sequence)
-
-    def __post_init__(self):
-        if self.next_token_positions not in ("world", "all"):
-            raise WorldModelError(f"next_token_positions must be 'world' or 'all', not {self.next_token_positions!r}")
-        if self.next_token_pooling not in ("tokens", "sequences"):
-            raise WorldModelError(f"next_token_pooling must be 'tokens' or 'sequences', not {self.next_token_pooling!r}")
-        if not isinstance(self.keep_top, bool):
-            raise WorldModelError(f"evaluate setting keep_top must be true or false, got {self.keep_top!r}")
-        def whole(name, low, value):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise WorldModelError(f"evaluate setting {name} must be a whole number >= {low}, got {value!r}")
-
-        for name in ("M", "k", "trials", "max_sample_len", "batch_trials", "probe_sequences", "probe_epochs",
-                     "probe_batch"):
-            whole(name, 1, getattr(self, name))
-        whole("seed", 0, self.seed)
-        for name in ("boundary_len", "max_boundary"):
-            if getattr(self, name) is not None:
-                whole(name, 1, getattr(self, name))
-        if not (isinstance(self.probe_lr, (int, float)) and self.probe_lr > 0):
-            raise WorldModelError(f"evaluate setting probe_lr must be a positive number, got {self.probe_lr!r}")
-        if self.boundary not in ("exact", "sampled"):
-            raise WorldModelError(f"evaluate setting boundary must be 'exact' or 'sampled', got {self.boundary!r}")
-        if not isinstance(self.acceptance, AcceptanceRule):
-            self.acceptance = parse_acceptance(self.acceptance)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["acceptance"] = self.acceptance.spec()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Settings":
-        d = dict(d)
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(d) - known - {"epsilon"}
-        if unknown:
-            raise WorldModelError(f"unknown evaluate setting(s): {', '.join(sorted(unknown))}")
-        if "epsilon" in d:
-            d["acceptance"] = Epsilon(float(d.pop("epsilon")))
-        if "acceptance" in d:
-            d["acceptance"] = parse_acceptance(d["acceptance"])
-        return cls(**d)
+from .settings import Settings
 
 
-def _context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
+
+def context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
     """How many tokens may follow a prefix within the model's context (a BOS counted where there is one)."""
-    cap = getattr(model, "max_positions", None)
+    cap = model.max_positions
     if cap is None:
         return want
-    bos = 1 - int(getattr(model, "context_tokens", 0))
+    bos = 1 - int(model.context_tokens)
     return max(0, min(want, int(cap) - prefix_len - bos))
 
 
@@ -176,7 +108,7 @@ class _Runner:
             evaluate_batch: Callable[[list], list[dict]]) -> list[dict]:
         todo = [i for i in range(n) if i not in self.log.done]
         batches = [todo[c:c + self.s.batch_trials] for c in range(0, len(todo), self.s.batch_trials)]
-        shard = getattr(self.log, "shard", None)   # (rank, processes): run only this process's batches
+        shard = self.log.shard   # (rank, processes): run only this process's batches
         if shard is not None:
             batches = batches[shard[0]::shard[1]]
         chunks: list[list[int]] = []
@@ -218,7 +150,7 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
                 log: TrialLog | None = None, progress: bool = True) -> MetricResult:
     """Sequence compression precision (pairs of prefixes reaching one state)."""
     s = settings
-    runner = _Runner("compression", s, log, progress, getattr(model, "wave_trials", 0))
+    runner = _Runner("compression", s, log, progress, model.wave_trials)
 
     def draw(i, rng):
         pair = sampler.compression_pair(rng)
@@ -230,7 +162,7 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
 
     def batch(items):
         pairs = [it[1][0] for it in items]
-        us = [it[1][1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
+        us = [it[1][1][:, :context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
               for it, p in zip(items, pairs)]
         res = model.sample_contrast([p.prefix1 for p in pairs], [p.prefix2 for p in pairs], us, s.acceptance,
                                     world.stop_tokens, halt_on_reject=True, keep_top=s.keep_top)
@@ -238,7 +170,7 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
         for (base, (pair, _), _), group in zip(items, res):
             bad = [x for x, j in group if j is not None]
             rec = {**base, "status": "ok", **_pair_fields(pair, world), "score": float(not bad),
-                   "n_samples": len(group), "kept_top": getattr(group, "kept_top", None)}
+                   "n_samples": len(group), "kept_top": SampleGroup.kept_top_of(group)}
             if bad:
                 rec["example"] = list(bad[0])
             out.append(rec)
@@ -252,7 +184,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
                 log: TrialLog | None = None, progress: bool = True) -> dict[str, MetricResult]:
     """Sequence distinction precision and recall (pairs of prefixes reaching two states)."""
     s = settings
-    runner = _Runner("distinction", s, log, progress, getattr(model, "wave_trials", 0))
+    runner = _Runner("distinction", s, log, progress, model.wave_trials)
 
     def draw(i, rng):
         pair = sampler.distinction_pair(rng)
@@ -274,7 +206,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
     def batch(items):
         draws = [it[1] for it in items]
         pairs = [d[0] for d in draws]
-        us = [d[1][:, :_context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
+        us = [d[1][:, :context_room(model, max(len(p.prefix1), len(p.prefix2)), s.max_sample_len)]
               for d, p in zip(draws, pairs)]
         contrast = model.sample_contrast([p.prefix1 for p in pairs], [p.prefix2 for p in pairs], us, s.acceptance,
                                          world.stop_tokens, keep_top=s.keep_top)
@@ -304,7 +236,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
             out.append({**base, "status": "ok", **_pair_fields(pair, world),
                         "scores": {"distinction_precision": precision, "distinction_recall": recall},
                         "model_boundary_size": len(model_b), "true_boundary_size": true_size,
-                        "kept_top": getattr(contrast[t], "kept_top", None),
+                        "kept_top": SampleGroup.kept_top_of(contrast[t]),
                         "true_boundary_scored": len(true_b)})
         return out
 
@@ -332,7 +264,7 @@ def next_token(world: World, model: SequenceModel, sequences: Sequence[Sequence[
     seqs = list(sequences)[: s.trials]
     if not seqs:
         raise WorldModelError("next-token test: no held-out sequences")
-    context = int(getattr(model, "context_tokens", 0))
+    context = int(model.context_tokens)
 
     def positions(seq):
         named = world.next_token_positions(seq) if s.next_token_positions == "world" else range(len(seq))
@@ -418,7 +350,7 @@ def probe(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]]
     n_classes = int(Y.max()) + 1
     torch.manual_seed(trial_seed(s.seed, "probe", 1))
     lin = torch.nn.Linear(X.shape[1], n_targets * n_classes)
-    device = torch.device(getattr(model, "device", None) or "cpu")
+    device = torch.device(model.device or "cpu")
     lin, X, Y, test_mask = lin.to(device), X.to(device), Y.to(device), test_mask.to(device)
     opt = torch.optim.Adam(lin.parameters(), lr=s.probe_lr)
     Xtr, Ytr = X[~test_mask], Y[~test_mask]
@@ -437,3 +369,29 @@ def probe(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]]
         acc = float((pred == Yte).float().mean())
     n = int(test_mask.sum())
     return MetricResult("probe", acc, math.sqrt(max(acc * (1 - acc), 0.0) / n), n, 0, len(test_seq))
+
+
+# ---------------------------------------------------------------------------
+# The registered metrics (worldmodel.registry.METRICS): what the evaluator calls
+# ---------------------------------------------------------------------------
+
+
+def run_compression(ctx, log: TrialLog | None = None) -> dict[str, MetricResult]:
+    """``compression``: :func:`compression` on the domain's sampler."""
+    return {"compression_precision": compression(ctx.world, ctx.model, ctx.sampler(), ctx.settings, log,
+                                                 ctx.progress)}
+
+
+def run_distinction(ctx, log: TrialLog | None = None) -> dict[str, MetricResult]:
+    """``distinction``: :func:`distinction` on the domain's sampler (precision and recall)."""
+    return distinction(ctx.world, ctx.model, ctx.sampler(), ctx.settings, log, ctx.progress)
+
+
+def run_next_token(ctx, log: TrialLog | None = None) -> dict[str, MetricResult]:
+    """``next-token``: :func:`next_token` on the data set's held-out sequences."""
+    return {"next_token": next_token(ctx.world, ctx.model, ctx.sequences("test"), ctx.settings, log, ctx.progress)}
+
+
+def run_probe(ctx, log: TrialLog | None = None) -> dict[str, MetricResult]:
+    """``probe``: :func:`probe` on the data set's training sequences."""
+    return {"probe": probe(ctx.world, ctx.model, ctx.sequences("train"), ctx.settings, ctx.progress)}

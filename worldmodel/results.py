@@ -169,6 +169,9 @@ class TrialLog:
     last line (a run killed mid-write) is ignored.
     """
 
+    #: ``(rank, processes)`` for one process's share of a sharded run (:class:`ShardedTrialLog`); None: every trial
+    shard: tuple[int, int] | None = None
+
     def __init__(self, path: str | Path | None, settings: dict[str, Any]):
         self.path = Path(path) if path else None
         self.settings = json.loads(json.dumps(settings))
@@ -276,18 +279,17 @@ def _json_default(obj):
 # Summaries
 # ---------------------------------------------------------------------------
 
-METRIC_COLUMNS = [
-    ("next_token", "Next-token"),
-    ("probe", "Probe"),
-    ("compression_precision", "Compr. P"),
-    ("distinction_precision", "Dist. P"),
-    ("distinction_recall", "Dist. R"),
-]
+def metric_columns() -> list[tuple[str, str]]:
+    """``(result key, label)`` of every registered metric, in table order (:data:`worldmodel.registry.METRICS`)."""
+    from . import registry
+
+    specs = sorted(registry.metrics(), key=lambda m: m.table_rank)
+    return [c for spec in specs for c in spec.columns]
 
 
 def markdown_table(rows: dict[str, dict[str, MetricResult | dict]], columns=None) -> str:
     """A Markdown table: one row per model, one column per metric, "mean (stderr)"."""
-    columns = columns or [c for c in METRIC_COLUMNS if any(c[0] in r for r in rows.values())]
+    columns = columns or [c for c in metric_columns() if any(c[0] in r for r in rows.values())]
     extra = []
     for r in rows.values():
         for k in r:

@@ -1,9 +1,9 @@
-"""Declarative experiment specs (``tasks/*.toml``) and the domain registry.
+"""Declarative experiment specs (``tasks/*.toml``), and tasks built in Python.
 
 A task is one TOML file::
 
     name = "toy-dfa"
-    domain = "toy"            # which Domain builds the world (see worldmodel/registry.py)
+    domain = "toy"            # a registered world (worldmodel/registry.py), or "my_package.my_module:MyDomain"
     seed = 0
     [world]    ...            # domain-specific world settings
     [data]     ...            # how many sequences, of which kinds
@@ -11,66 +11,81 @@ A task is one TOML file::
     [train]    steps = 600, batch_size = 32, lr = 3e-3, ...
     [evaluate] epsilon = 0.01, M = 30, k = 5, trials = 100, ...
 
-``TASK`` on the command line is a name in ``tasks/`` or a path to a TOML file.
-A :class:`Domain` turns a task into what the core needs: the world, data files,
-the state sampler and the held-out sequences. Domains are looked up by name in
-:mod:`worldmodel.registry`, and their modules are imported only when a task uses them.
+``TASK`` on the command line is a name in ``tasks/`` or a path to a TOML file. A
+:class:`~worldmodel.api.Domain` turns a task into what the core needs: the world, data files,
+the state sampler and the held-out sequences. A task can also be built in Python with no file
+at all: :meth:`Task.from_world` (a :class:`~worldmodel.api.World` object, e.g. an
+:class:`~worldmodel.dfa.ExplicitDFA`) or :meth:`Task.from_domain` (a Domain class).
 
-Every table is checked when the task is loaded (:mod:`worldmodel.config`): the
-sections the core reads have their schemas here (:data:`MODEL`, :data:`TRAIN`,
-:data:`EVALUATE`); a domain declares its own sections in :attr:`Domain.schema`.
-An unknown key or a value of the wrong type is a one-line error naming the file,
-the section and the key.
+Every table is checked when the task is loaded (:mod:`worldmodel.config`): the sections the
+core reads have schemas derived from the dataclasses that hold them (:data:`MODEL`,
+``TRAIN`` from :class:`~worldmodel.training.TrainConfig`, ``EVALUATE`` from
+:class:`~worldmodel.settings.Settings` and the registered metrics' own keys); a domain
+declares its own sections in :attr:`~worldmodel.api.Domain.schema`. An unknown key or a value
+of the wrong type is a one-line error naming the file, the section and the key.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from abc import ABC, abstractmethod
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from . import registry
+from .api.domain import Domain
+from .api.world import World
 from .config import Schema, check_table, suggest
-from .dfa import World, is_valid
 from .errors import WorldModelError
-from .sampling import StateSampler
+from .sequences import SPLITS, read_sequences, write_sequences  # noqa: F401  (re-exported: the task's files)
 
 #: ``[model]``: the GPT-2 trained from scratch (:func:`worldmodel.models.gpt2_config`).
 MODEL: Schema = {"n_layer": int, "n_embd": int, "n_head": int, "n_positions": int, "dropout": float}
-#: ``[train]``: the training loop (:func:`worldmodel.train.train`).
-TRAIN: Schema = {"steps": int, "batch_size": int, "lr": float, "weight_decay": float, "warmup": int,
-                 "eval_every": int, "log_every": int, "keep": str, "data": str, "precision": str,
-                 "grad_accum": int, "compile": bool, "time_budget": float, "save_every": int,
-                 "data_workers": int, "peak_flops": float, "cpu_threads": int}
-#: ``[evaluate]``: :class:`worldmodel.metrics.Settings` fields, plus ``epsilon``.
-EVALUATE: Schema = {"epsilon": float, "acceptance": str, "M": int, "k": int, "trials": int, "max_sample_len": int,
-                    "boundary": str, "boundary_len": int, "max_boundary": int, "batch_trials": int, "seed": int,
-                    "probe_sequences": int, "probe_epochs": int, "probe_lr": float, "probe_batch": int,
-                    "keep_top": bool, "next_token_positions": str, "next_token_pooling": str}
 #: Top-level keys of every task file (sections apart).
 TOP: Schema = {"name": str, "domain": str, "seed": int}
-CORE_SECTIONS: dict[str, Schema] = {"model": MODEL, "train": TRAIN, "evaluate": EVALUATE}
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TASKS_DIR = Path(os.environ.get("WORLDMODEL_TASKS", REPO_ROOT / "tasks"))
-SPLITS = ("train", "val", "test")
+
+
+def core_sections() -> dict[str, Schema]:
+    """The schemas of the sections the core reads: ``[model]``, ``[train]``, ``[evaluate]``."""
+    from .settings import evaluate_schema, schema_of
+    from .training.config import TrainConfig
+
+    return {"model": MODEL, "train": schema_of(TrainConfig, exclude=("seed",)), "evaluate": evaluate_schema()}
+
+
+def __getattr__(name: str):
+    # TRAIN and EVALUATE are derived from their dataclasses (and the registered metrics) when asked for
+    if name in ("TRAIN", "EVALUATE"):
+        return core_sections()[name.lower()]
+    raise AttributeError(f"module 'worldmodel.tasks' has no attribute {name!r}")
 
 
 class Task:
-    """A parsed task file. ``config`` is the TOML as a dict."""
+    """A task: its name, its file (``None`` for a task built in Python) and its configuration.
 
-    def __init__(self, name: str, path: Path, config: dict[str, Any]):
+    ``config`` is the TOML as a dict. The domain is built on first use, from the ``domain`` key
+    (a registered world, or ``"module:Class"``), or by the factory a Python-built task was given.
+    """
+
+    def __init__(self, name: str, path: Path | None, config: dict[str, Any], domain_factory=None):
         self.name = name
         self.path = path
         self.config = config
+        self._domain_factory = domain_factory
+
+    @property
+    def where(self) -> str:
+        """How messages name the task: its file, or its name for a task built in Python."""
+        return str(self.path) if self.path is not None else f"{self.name} (built in Python)"
 
     def section(self, key: str) -> dict[str, Any]:
         value = self.config.get(key, {})
         if not isinstance(value, dict):
-            raise WorldModelError(f"task {self.path}: [{key}] must be a table")
+            raise WorldModelError(f"task {self.where}: [{key}] must be a table")
         return value
 
     @property
@@ -78,8 +93,10 @@ class Task:
         return int(self.config.get("seed", 0))
 
     @cached_property
-    def domain(self) -> "Domain":
-        return domain_class(self.path, self.config.get("domain"))(self)
+    def domain(self) -> Domain:
+        if self._domain_factory is not None:
+            return self._domain_factory(self)
+        return domain_class(self.where, self.config.get("domain"))(self)
 
     @property
     def world(self) -> World:
@@ -92,9 +109,61 @@ class Task:
         base = os.environ.get("WORLDMODEL_DATA")
         return Path(base) / self.name if base else Path("data") / self.name
 
+    def toml(self) -> str:
+        """The task as TOML text (what a checkpoint saves as ``task.toml``): the file itself when there is one."""
+        if self.path is not None:
+            return self.path.read_text()
+        return dump_toml(self.config)
 
-def load_task(spec: str | Path) -> Task:
-    """Load a task by name (``tasks/<name>.toml``) or by path."""
+    # -- tasks built in Python ----------------------------------------------------------
+    @classmethod
+    def from_world(cls, world: World, sampler=None, data=None, name: str | None = None, seed: int = 0,
+                   config: dict[str, dict] | None = None) -> "Task":
+        """A task for a world built in Python: no TOML file, no registration.
+
+        ``sampler``: a :class:`~worldmodel.api.StateSampler`, or a callable ``world -> sampler``
+        (default for an :class:`~worldmodel.dfa.ExplicitDFA`: uniform prefixes of 1 to half of
+        ``[data] max_len`` tokens). ``data``: ``{"train": [...], "val": [...], "test": [...]}``
+        sequences, or a callable ``task -> that dict`` (default: uniform random valid walks, sized
+        by ``config["data"]``: ``n_train``, ``n_val``, ``n_test``, ``min_len``, ``max_len``).
+        ``config`` holds the other sections (``model``, ``train``, ``evaluate``), checked like a
+        task file's.
+        """
+        from .custom import WorldDomain
+
+        if not isinstance(world, World):
+            raise WorldModelError(f"Task.from_world() needs a World, not {type(world).__name__}")
+        full = {"name": name or world.name, "domain": "python", "seed": int(seed), **(config or {})}
+        check_config(f"{full['name']} (built in Python)", full, WorldDomain)
+        return cls(full["name"], None, full, lambda task: WorldDomain(task, world=world, sampler=sampler, data=data))
+
+    @classmethod
+    def from_domain(cls, domain: type[Domain], name: str | None = None, seed: int = 0,
+                    config: dict[str, dict] | None = None) -> "Task":
+        """A task for a Domain class defined in Python (its sections in ``config``, checked)."""
+        if not (isinstance(domain, type) and issubclass(domain, Domain)):
+            raise WorldModelError(f"Task.from_domain() needs a Domain subclass, not {domain!r}")
+        full = {"name": name or domain.__name__, "domain": f"{domain.__module__}:{domain.__qualname__}",
+                "seed": int(seed), **(config or {})}
+        check_config(f"{full['name']} (built in Python)", full, domain)
+        return cls(full["name"], None, full, domain)
+
+
+def load_task(spec) -> Task:
+    """A task: by name (``tasks/<name>.toml``), by path, or built from a Python object.
+
+    ``spec`` may also be a :class:`Task` (returned as it is), a :class:`~worldmodel.api.World`
+    (:meth:`Task.from_world`), a :class:`~worldmodel.api.Domain` instance (its task) or a Domain
+    subclass (:meth:`Task.from_domain`).
+    """
+    if isinstance(spec, Task):
+        return spec
+    if isinstance(spec, World):
+        return Task.from_world(spec)
+    if isinstance(spec, Domain):
+        return spec.task
+    if isinstance(spec, type) and issubclass(spec, Domain):
+        return Task.from_domain(spec)
     spec = str(spec)
     path = Path(spec)
     if not (path.suffix == ".toml" and path.exists()):
@@ -112,19 +181,24 @@ def load_task(spec: str | Path) -> Task:
     return Task(str(config.get("name", path.stem)), path, config)
 
 
-def domain_class(path, name) -> type["Domain"]:
-    """The registered Domain class called ``name``; an unknown name is an error naming the task file."""
-    cls = registry.domain_class(name) if isinstance(name, str) else None
+def domain_class(where, name) -> type[Domain]:
+    """The Domain class a task names: a registered world, or ``"module:Class"``; else one line naming the task."""
+    try:
+        cls = registry.domain_class(name) if isinstance(name, str) else None
+    except (ImportError, AttributeError) as exc:
+        raise WorldModelError(f"task {where}: cannot import domain {name!r} ({type(exc).__name__}: {exc})") from None
     if cls is None:
-        raise WorldModelError(f"task {path}: unknown domain {name!r}{suggest(str(name), registry.names())}")
+        raise WorldModelError(f"task {where}: unknown domain {name!r}{suggest(str(name), registry.names())}")
+    if not (isinstance(cls, type) and issubclass(cls, Domain)):
+        raise WorldModelError(f"task {where}: domain {name!r} is not a worldmodel.api.Domain subclass")
     return cls
 
 
-def check_config(path, config: dict) -> None:
+def check_config(path, config: dict, cls: type[Domain] | None = None) -> None:
     """Check every key of a parsed task file (top level, core sections, the domain's sections)."""
     where = f"task {path}"
-    cls = domain_class(path, config.get("domain"))
-    sections = {**CORE_SECTIONS, **cls.schema}
+    cls = cls or domain_class(path, config.get("domain"))
+    sections = {**core_sections(), **cls.schema}
     for key, value in config.items():
         if key in cls.schema and not cls.schema[key] and isinstance(value, dict) and value:
             # a world that reads keys here but has not declared them: say where they go
@@ -138,116 +212,22 @@ def check_config(path, config: dict) -> None:
             raise WorldModelError(f"{where}: unknown top-level key or section {key!r}{suggest(key, [*TOP, *sections])}")
 
 
-def read_sequences(path: Path, world: World | None = None, check: bool = True) -> list[list[str]]:
-    """Read one sequence per line, space-separated tokens; blank lines are skipped.
-
-    With a world, unknown tokens raise :class:`WorldModelError` naming the file and
-    line; with ``check`` every sequence must also be valid in the world.
-    """
-    if not path.exists():
-        raise WorldModelError(f"sequence file {path} does not exist (run `worldmodel data TASK` first?)")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WorldModelError(f"sequence file {path} is not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
-    if "\x00" in text:
-        raise WorldModelError(f"sequence file {path} is not a text file (it holds NUL bytes)")
-    out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        toks = line.split()
-        if not toks:
-            continue
-        if world is not None:
-            world.check_tokens(toks, what=f"{path}:{lineno}")
-            if check and not is_valid(world, toks):
-                raise WorldModelError(f"{path}:{lineno}: sequence is not valid in the {world.name} world")
-        out.append(toks)
-    return out
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise WorldModelError(f"cannot write {v!r} ({type(v).__name__}) to a task file")
 
 
-def write_sequences(path: Path, sequences) -> None:
-    """Write sequences atomically (to a temporary file, then renamed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w") as f:
-        for seq in sequences:
-            f.write(" ".join(seq) + "\n")
-    tmp.replace(path)
-
-
-class Domain(ABC):
-    """One family of worlds. Subclasses build the world, its data and its sampler.
-
-    Data layout: ``<data_dir>/<dataset>/{train,val,test}.txt``, one sequence per
-    line. Most domains have a single dataset called ``"default"``; navigation has
-    one per training distribution (shortest paths, noisy shortest paths, random
-    walks), each trained into its own model.
-    """
-
-    #: The domain's own sections and their keys (checked when a task is loaded):
-    #: section name -> schema (see :mod:`worldmodel.config`).
-    schema: dict[str, Schema] = {"world": {}, "data": {}}
-
-    def __init__(self, task: Task):
-        self.task = task
-        self.cfg = task.config
-
-    # -- the world -----------------------------------------------------------
-    @abstractmethod
-    def build_world(self) -> World:
-        """Construct the world from ``self.task.section('world')``."""
-
-    @cached_property
-    def world(self) -> World:
-        return self.build_world()
-
-    @abstractmethod
-    def sampler(self) -> StateSampler:
-        """The state sampler used by compression and distinction."""
-
-    # -- data ----------------------------------------------------------------
-    def datasets(self) -> list[str]:
-        """Names of the training distributions this domain can generate."""
-        return ["default"]
-
-    @abstractmethod
-    def generate(self, dataset: str) -> dict[str, list[list[str]]]:
-        """Generate ``{"train": [...], "val": [...], "test": [...]}`` for one dataset, seeded."""
-
-    def stream(self, dataset: str):
-        """A seeded :class:`~worldmodel.datastream.SequenceStream` of fresh training sequences
-        of ``dataset``, or None when the dataset exists only as files (the default)."""
-        return None
-
-    def ensure_data(self, dataset: str | None = None, data_dir: str | Path | None = None,
-                    force: bool = False) -> Path:
-        """Generate a dataset's files unless they already exist; return its folder."""
-        dataset = dataset or self.datasets()[0]
-        if dataset not in self.datasets():
-            raise WorldModelError(
-                f"task {self.task.name}: unknown dataset {dataset!r} (known: {', '.join(self.datasets())})"
-            )
-        folder = self.task.data_dir(data_dir) / dataset
-        if force or not all((folder / f"{s}.txt").exists() for s in SPLITS):
-            splits = self.generate(dataset)
-            for split in SPLITS:
-                write_sequences(folder / f"{split}.txt", splits[split])
-        return folder
-
-    def sequences(self, split: str, dataset: str | None = None,
-                  data_dir: str | Path | None = None) -> list[list[str]]:
-        folder = self.ensure_data(dataset, data_dir)
-        return read_sequences(folder / f"{split}.txt", self.world, check=False)
-
-    # -- extras --------------------------------------------------------------
-    def detour_plan(self, dataset: str, trials: int, seed: int = 0, data_dir: str | Path | None = None):
-        """``worldmodel detours`` for this world: a :class:`~worldmodel.detours.DetourPlan` of
-        ``trials`` starts drawn with ``seed`` from ``dataset``'s held-out data, or ``None``
-        when the world has no detour test (the default)."""
-        return None
-
-    def extra_metrics(self, model, dataset: str | None = None, data_dir: str | Path | None = None,
-                      progress: bool = False) -> dict:
-        """Domain-specific evaluations (e.g. navigation capabilities) on ``dataset``: name -> MetricResult."""
-        return {}
+def dump_toml(config: dict, prefix: str = "") -> str:
+    """A task configuration (plain values and tables) as TOML text that :func:`tomllib.loads` reads back."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in config.items() if not isinstance(v, dict)]
+    for k, v in config.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{prefix}{k}]", dump_toml(v, f"{prefix}{k}.").rstrip()]
+    return "\n".join(line for line in lines) + "\n"

@@ -1,6 +1,7 @@
 """Sequence models over domain tokens, and their adapters.
 
-* :mod:`.base` — :class:`SequenceModel`, the interface every metric talks to, and
+* :mod:`.base` — the sampling helpers every adapter shares, and the contract
+  (:class:`SequenceModel`, defined in :mod:`worldmodel.api.model`) with
   :class:`Scored`;
 * :mod:`.true` — :class:`TrueWorldModel`, the world itself (uniform over valid tokens);
 * :mod:`.vocab` — :class:`Vocabulary`, domain tokens <-> model ids (``vocab.json``);
@@ -12,12 +13,12 @@
   conversion (``worldmodel import``) and :func:`~.importers.load_checkpoint`.
 """
 
-from .base import Prefix, Scored, SequenceModel, inverse_cdf
+from .base import Prefix, SampleGroup, Scored, SequenceModel, inverse_cdf
 from .hf import HFModel, gpt2_config, quiet_transformers
 from .true import TrueWorldModel
 from .vocab import Vocabulary
 
 __all__ = [
-    "HFModel", "Prefix", "Scored", "SequenceModel", "TrueWorldModel", "Vocabulary",
+    "HFModel", "Prefix", "SampleGroup", "Scored", "SequenceModel", "TrueWorldModel", "Vocabulary",
     "gpt2_config", "inverse_cdf", "quiet_transformers",
 ]

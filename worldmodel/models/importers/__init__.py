@@ -1,7 +1,8 @@
 """Checkpoints from elsewhere: read, check against a world, convert, detect.
 
-Formats (``worldmodel import TASK SOURCE --format F``, or detected by
-:func:`detect_format` when ``--checkpoint`` names a foreign file):
+Formats are registered in :data:`worldmodel.registry.FORMATS` (``worldmodel import TASK SOURCE
+--format F``, or detected by :func:`detect_format` when ``--checkpoint`` names a foreign file);
+each entry names its loader and its detector. Shipped:
 
 ``paper-nav``
     The paper's navigation transformers (keyonvafa/world-model-evaluation): a PyTorch
@@ -11,11 +12,7 @@ Formats (``worldmodel import TASK SOURCE --format F``, or detected by
     ``tokenizer.pt`` (``--tokenizer``, or beside the checkpoint). The number of heads
     comes from the hyper-parameters (or ``n_head``).
 ``li-othello``
-    Li et al.'s Othello-GPT (likenneth/othello_world): a minGPT state dict
-    (``gpt_synthetic.ckpt``, ``gpt_championship.ckpt``; 8 layers, 8 heads, 512 dims)
-    over the ``CharDataset`` vocabulary: id 0 is the padding move ``-100``, ids 1..60
-    the 60 playable squares in increasing index ``row * 8 + col`` (no BOS). Heads: 8
-    unless ``n_head`` says otherwise (a state dict does not record them).
+    Li et al.'s Othello-GPT, in the Othello world (:mod:`worldmodel.worlds.othello.li_import`).
 ``nanogpt``
     nanoGPT's ``ckpt.pt`` (``model_args`` + ``model``, ``_orig_mod.`` prefixes allowed)
     with ``meta.pkl`` (``stoi``/``itos``) beside it or given as ``--tokenizer``; every
@@ -37,7 +34,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import zipfile
 from pathlib import Path
 
 import torch
@@ -45,14 +41,15 @@ import torch
 from ...dfa import World
 from ...errors import WorldModelError
 from ..vocab import Vocabulary
-from .common import Imported, _provenance, match_world, sha256  # noqa: F401  (re-exported)
-from .gpt2 import build_gpt2, mingpt_to_gpt2, nanogpt_to_gpt2
+from ... import registry
+from .common import Imported, ImportOptions, _provenance, match_world, sha256  # noqa: F401  (re-exported)
+from .gpt2 import build_gpt2, nanogpt_to_gpt2
 from .safe_pickle import PlainHolder, load_plain, load_torch
 
-FORMATS = ("paper-nav", "li-othello", "nanogpt", "hf")
-EXPECTED = ("a worldmodel checkpoint folder (vocab.json), a Lightning model.ckpt holding a GPT-2 under 'model.' "
-            "(paper-nav), a minGPT state dict (li-othello), a nanoGPT ckpt.pt (nanogpt) or a Hugging Face "
-            "model folder (hf)")
+
+def _expected() -> str:
+    return "a worldmodel checkpoint folder (vocab.json), or " + "; ".join(
+        f"{f.help} ({f.name})" for f in registry.formats())
 
 
 # ---------------------------------------------------------------------------
@@ -60,40 +57,41 @@ EXPECTED = ("a worldmodel checkpoint folder (vocab.json), a Lightning model.ckpt
 # ---------------------------------------------------------------------------
 
 
-def _is_torch_zip(path: Path) -> bool:
-    return zipfile.is_zipfile(path)
-
-
 def detect_format(path: str | Path) -> str:
-    """``"ours"`` or one of :data:`FORMATS`, from the files themselves; one-line error otherwise."""
+    """``"ours"`` or a registered format's name, from the files themselves; one-line error otherwise."""
     path = Path(path)
     if path.is_dir():
         if (path / Vocabulary.FILE).exists():
             return "ours"
-        if (path / "ckpt.pt").exists():
-            return "nanogpt"
-        if (path / "config.json").exists():
-            return "hf"
-        raise WorldModelError(f"cannot tell the format of {path}: expected {EXPECTED}")
-    if not path.exists():
+        fmt = _format_of(path, None)
+    elif not path.exists():
         raise WorldModelError(f"checkpoint {path} does not exist")
-    data = load_torch(path)
-    fmt = _format_of(data)
+    else:
+        fmt = _format_of(path, load_torch(path))
     if fmt is None:
-        raise WorldModelError(f"cannot tell the format of {path}: expected {EXPECTED}")
+        raise WorldModelError(f"cannot tell the format of {path}: expected {_expected()}")
     return fmt
 
 
-def _format_of(data) -> str | None:
-    if not isinstance(data, dict):
-        return None
-    if isinstance(data.get("state_dict"), dict) and any(str(k).startswith("model.transformer.") for k in data["state_dict"]):
-        return "paper-nav"
-    if "model_args" in data and isinstance(data.get("model"), dict):
-        return "nanogpt"
-    if "tok_emb.weight" in data and any(str(k).startswith("blocks.") for k in data):
-        return "li-othello"
+def _format_of(source: Path, data) -> str | None:
+    """The first registered format whose detector recognises ``source`` (``data``: a file's contents)."""
+    for fmt in registry.formats():
+        if registry.resolve(fmt.detect)(source, data):
+            return fmt.name
     return None
+
+
+def is_paper_nav(source: Path, data) -> bool:
+    """A Lightning checkpoint whose ``state_dict`` holds a GPT-2 under ``model.``."""
+    return (isinstance(data, dict) and isinstance(data.get("state_dict"), dict)
+            and any(str(k).startswith("model.transformer.") for k in data["state_dict"]))
+
+
+def is_nanogpt(source: Path, data) -> bool:
+    """nanoGPT's ``ckpt.pt`` (``model_args`` and ``model``), or a folder holding one."""
+    if data is None:
+        return (source / "ckpt.pt").exists()
+    return isinstance(data, dict) and "model_args" in data and isinstance(data.get("model"), dict)
 
 
 # ---------------------------------------------------------------------------
@@ -113,7 +111,7 @@ def import_paper_nav(source: Path, world: World, tokenizer: Path | None = None, 
                      data=None) -> Imported:
     where = str(source)
     data = load_torch(source) if data is None else data
-    if _format_of(data) != "paper-nav":
+    if not is_paper_nav(source, data):
         raise WorldModelError(f"{where}: not a paper-nav checkpoint (expected a Lightning dict whose state_dict "
                               "holds a GPT-2 under 'model.')")
     hp = data.get("hyper_parameters") or {}
@@ -139,38 +137,13 @@ def import_paper_nav(source: Path, world: World, tokenizer: Path | None = None, 
     return Imported(model, vocab, prov, notes)
 
 
-def li_vocabulary(world: World, where: str) -> tuple[dict[str, int], int]:
-    """Li et al.'s ``CharDataset`` ids: 0 = padding (-100), squares ``row*8+col`` ascending from 1."""
-    index_of = getattr(world, "square_index", None)
-    if index_of is None:
-        raise WorldModelError(f"{where}: li-othello checkpoints score an Othello world, not {world.name}")
-    squares = sorted(index_of(t) for t in world.tokens)
-    by_square = {index_of(t): t for t in world.tokens}
-    return {by_square[sq]: i + 1 for i, sq in enumerate(squares)}, len(squares) + 1
-
-
-def import_li_othello(source: Path, world: World, n_head: int | None = None, data=None) -> Imported:
-    where = str(source)
-    data = load_torch(source) if data is None else data
-    if _format_of(data) != "li-othello":
-        raise WorldModelError(f"{where}: not a minGPT state dict (expected tok_emb.weight, pos_emb, blocks.N.…)")
-    heads = int(n_head or 8)
-    model = build_gpt2(mingpt_to_gpt2(data, where), heads, "gelu", tie=False, pad_id=0, where=where)
-    ids, size = li_vocabulary(world, where)
-    if model.config.vocab_size != size:
-        raise WorldModelError(f"{where}: the model has {model.config.vocab_size} ids, Li et al.'s vocabulary for "
-                              f"the {world.name} world has {size} (padding + {size - 1} squares)")
-    vocab = Vocabulary.from_ids(ids, size, bos_id=None, pad_id=0, world_name=world.name, names={0: "<pad -100>"})
-    return Imported(model, vocab, _provenance("li-othello", source, None, {"n_head": heads}))
-
-
 def import_nanogpt(source: Path, world: World, tokenizer: Path | None = None, bos: str | None = None,
                    data=None) -> Imported:
     if source.is_dir():
         source = source / "ckpt.pt"
     where = str(source)
     data = load_torch(source) if data is None else data
-    if _format_of(data) != "nanogpt":
+    if not is_nanogpt(source, data):
         raise WorldModelError(f"{where}: not a nanoGPT ckpt.pt (expected 'model_args' and 'model')")
     margs = data["model_args"]
     tokenizer = tokenizer or source.with_name("meta.pkl")
@@ -193,36 +166,38 @@ def import_nanogpt(source: Path, world: World, tokenizer: Path | None = None, bo
     return Imported(model, vocab, _provenance("nanogpt", source, tokenizer, {"bos": bos}), notes)
 
 
+def load_paper_nav(source: Path, world: World, options: ImportOptions, data=None) -> Imported:
+    """Format ``paper-nav`` (the registry's loader)."""
+    return import_paper_nav(source, world, options.tokenizer, options.n_head, data=data)
+
+
+def load_nanogpt(source: Path, world: World, options: ImportOptions, data=None) -> Imported:
+    """Format ``nanogpt`` (the registry's loader)."""
+    return import_nanogpt(source, world, options.tokenizer, options.bos, data=data)
+
+
 def import_checkpoint(source: str | Path, world: World, fmt: str | None = None, tokenizer: str | Path | None = None,
                       n_head: int | None = None, bos: str | None = None) -> Imported:
-    """Read a foreign checkpoint in ``fmt`` (detected when None) for ``world``."""
+    """Read a foreign checkpoint in ``fmt`` (a registered format; detected when None) for ``world``."""
     source = Path(source)
-    tok = Path(tokenizer) if tokenizer else None
+    options = ImportOptions(Path(tokenizer) if tokenizer else None, n_head, bos)
     if not source.exists():
         raise WorldModelError(f"checkpoint {source} does not exist")
     data = None
     if source.is_file():  # read once: detection and import share it
         data = load_torch(source)
-        found = _format_of(data)
         if fmt is None:
-            if found is None:
-                raise WorldModelError(f"cannot tell the format of {source}: expected {EXPECTED}")
-            fmt = found
+            fmt = _format_of(source, data)
+            if fmt is None:
+                raise WorldModelError(f"cannot tell the format of {source}: expected {_expected()}")
     elif fmt is None:
         fmt = detect_format(source)
         if fmt == "ours":
             raise WorldModelError(f"{source} is already a worldmodel checkpoint; nothing to import")
-    if fmt not in FORMATS:
-        raise WorldModelError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-    if fmt == "paper-nav":
-        return import_paper_nav(source, world, tok, n_head, data=data)
-    if fmt == "li-othello":
-        return import_li_othello(source, world, n_head, data=data)
-    if fmt == "nanogpt":
-        return import_nanogpt(source, world, tok, bos, data=data)
-    from .pieces import import_hf
-
-    return import_hf(source, world, tok, bos)
+    spec = registry.import_format(fmt) if fmt in registry.format_names() else None
+    if spec is None:
+        raise WorldModelError(f"unknown format {fmt!r}; choose from {', '.join(registry.format_names())}")
+    return registry.resolve(spec.load)(source, world, options, data)
 
 
 def write_imported(imp: Imported, out: str | Path) -> Path:

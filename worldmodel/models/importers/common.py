@@ -12,6 +12,15 @@ from ...errors import WorldModelError
 from ..vocab import Vocabulary
 
 
+@dataclass(frozen=True)
+class ImportOptions:
+    """What ``worldmodel import`` passes every format's loader (each uses the options it needs)."""
+
+    tokenizer: Path | None = None   #: tokenizer file or folder (default: beside the source)
+    n_head: int | None = None       #: attention heads, where the checkpoint does not record them
+    bos: str | None = None          #: a model token fed before every sequence
+
+
 @dataclass
 class Imported:
     """A foreign checkpoint converted: an HF causal LM, its vocabulary, where it came from."""

@@ -423,3 +423,13 @@ def import_hf(source: Path, world: World, tokenizer: Path | None = None, bos: st
              "probabilities by the chain rule"] if multi else []
     imp = Imported(model, vocab, _provenance("hf", source, tokenizer, {"separator": separator}), notes, tokenizer=tok)
     return imp
+
+
+def is_hf(source: Path, data) -> bool:
+    """A folder with a Hugging Face ``config.json`` (and no ``vocab.json``: that is ours)."""
+    return data is None and (source / "config.json").exists()
+
+
+def load_hf(source: Path, world: World, options, data=None):
+    """Format ``hf`` (the registry's loader)."""
+    return import_hf(source, world, options.tokenizer, options.bos)

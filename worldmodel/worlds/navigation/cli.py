@@ -50,8 +50,9 @@ from .reconstruct import ALGORITHMS, MILE_M, Reconstructor, corrupt, format_stat
 
 
 def _model(task, args):
-    if bool(args.checkpoint) == bool(args.model):
-        raise WorldModelError("give exactly one of --checkpoint DIR or --model true")
+    from worldmodel.commands.common import one_model
+
+    one_model(args, "true")
     if args.checkpoint:
         return checkpoints.load(args.checkpoint, task.domain.world, device=args.device)
     return ShortestRouteModel(task.domain.world)
@@ -63,7 +64,7 @@ def _model(task, args):
 
 
 def cmd_reconstruct(args) -> int:
-    from worldmodel.cli import load_domain_task
+    from worldmodel.commands.common import load_domain_task
 
     from .draw import draw_reconstruction, write_html
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from worldmodel.errors import WorldModelError
-from worldmodel.tasks import Domain
+from worldmodel.api.domain import Domain
 
 from .data import Generator, NavigationStream, iter_od_pairs
 from .sources import WORLD_KEYS, load_street_map
@@ -56,7 +56,7 @@ class NavigationDomain(Domain):
         base = {k: v for k, v in d.items() if not isinstance(v, dict)}
         extra = d.get(dataset, {})
         if not isinstance(extra, dict):
-            raise WorldModelError(f"task {self.task.path}: [data.{dataset}] must be a table")
+            raise WorldModelError(f"task {self.task.where}: [data.{dataset}] must be a table")
         return {**base, **extra}
 
     def max_tokens(self) -> int:
@@ -80,7 +80,7 @@ class NavigationDomain(Domain):
             room = int(n_pos) - 1 - int(self.task.section("evaluate").get("max_sample_len", 100)) - 2
             if room < int(s.get("min_len", 1)):
                 raise WorldModelError(
-                    f"task {self.task.path}: [model] n_positions = {n_pos} leaves no room for a prefix before "
+                    f"task {self.task.where}: [model] n_positions = {n_pos} leaves no room for a prefix before "
                     f"[evaluate] max_sample_len tokens; lower max_sample_len")
             max_len = room if max_len is None else min(int(max_len), room)
         return NavigationSampler(self.world, max_tokens=self.max_tokens(), min_len=int(s.get("min_len", 1)),
@@ -94,10 +94,10 @@ class NavigationDomain(Domain):
         sizes = {"train": int(cfg.get("n_train", 5000)), "val": int(cfg.get("n_val", 500)),
                  "test": int(cfg.get("n_test", 500))}
         if any(v < 0 for v in sizes.values()) or sizes["train"] == 0:
-            raise WorldModelError(f"task {self.task.path}: [data] split sizes must be >= 0 and n_train > 0")
+            raise WorldModelError(f"task {self.task.where}: [data] split sizes must be >= 0 and n_train > 0")
         per_tree = int(cfg.get("per_tree", 1))
         if per_tree < 1:
-            raise WorldModelError(f"task {self.task.path}: [data] per_tree must be at least 1")
+            raise WorldModelError(f"task {self.task.where}: [data] per_tree must be at least 1")
         draw = {"per_tree": per_tree, "n_weightings": int(cfg.get("n_weightings", 50)),
                 "min_moves": int(cfg.get("min_moves", 2)), "max_moves": int(cfg.get("max_moves", 97))}
         return sizes, draw

@@ -23,13 +23,13 @@ from .play import openings, play_detours
 def cmd_othello_detours(args) -> int:
     from worldmodel.detours import parse_kinds, parse_ps, report
     from worldmodel.evaluator import build_model
+    from worldmodel.commands.common import one_model
     from worldmodel.tasks import load_task
 
     task = load_task(args.task)
     if task.config.get("domain") != "othello":
         raise WorldModelError(f"task {task.name} is not an Othello task (domain {task.config.get('domain')!r})")
-    if bool(args.checkpoint) == bool(args.model):
-        raise WorldModelError("give exactly one of --checkpoint DIR or --model true|untrained")
+    one_model(args)
     kinds = parse_kinds(args.kind)
     ps = parse_ps(args.p)
     if args.trials < 1:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ...datastream import PackedSequences, SequenceStream
 from ...errors import WorldModelError
-from ...tasks import Domain
+from ...api.domain import Domain
 from .engine import random_games, random_games_array
 from .sampler import OthelloSampler
 from .wthor import load_games
@@ -108,12 +108,12 @@ class OthelloDomain(Domain):
     def build_world(self) -> OthelloWorld:
         size = self.task.section("world").get("size", 8)
         if not isinstance(size, int) or isinstance(size, bool):
-            raise WorldModelError(f"task {self.task.path}: [world] size must be an even integer, got {size!r}")
+            raise WorldModelError(f"task {self.task.where}: [world] size must be an even integer, got {size!r}")
         return OthelloWorld(size)
 
     def sampler(self) -> OthelloSampler:
         cfg = self.task.section("sampler")
-        where = f"task {self.task.path} [sampler]"
+        where = f"task {self.task.where} [sampler]"
         games = _count(cfg, "games", 1000, where)
         offset = _count(cfg, "seed", 1, where)
         return OthelloSampler(self.world, games=games, pool_seed=self.task.seed + offset)
@@ -124,7 +124,7 @@ class OthelloDomain(Domain):
         first = self.task.section("data").get("default")
         if first is not None:
             if first not in names:
-                raise WorldModelError(f"task {self.task.path}: [data] default = {first!r} is not one of {', '.join(names)}")
+                raise WorldModelError(f"task {self.task.where}: [data] default = {first!r} is not one of {', '.join(names)}")
             names.remove(first)
             names.insert(0, first)
         return names
@@ -138,7 +138,7 @@ class OthelloDomain(Domain):
         data = self.task.section("data")
         own = data.get(dataset, {})
         if not isinstance(own, dict):
-            raise WorldModelError(f"task {self.task.path}: [data.{dataset}] must be a table")
+            raise WorldModelError(f"task {self.task.where}: [data.{dataset}] must be a table")
         shared = {k: v for k, v in data.items() if not isinstance(v, dict)}
         return {**shared, **own}
 
@@ -152,7 +152,7 @@ class OthelloDomain(Domain):
         raise WorldModelError(f"task {self.task.name}: unknown Othello dataset {dataset!r} (known: {', '.join(self.datasets())})")
 
     def _synthetic(self) -> dict[str, list[list[str]]]:
-        where = f"task {self.task.path} [data.synthetic]"
+        where = f"task {self.task.where} [data.synthetic]"
         cfg = self._data_cfg("synthetic")
         sizes = {s: _count(cfg, f"n_{s}", d, where) for s, d in (("train", 20000), ("val", 500), ("test", 500))}
         total = sum(sizes.values())
@@ -163,7 +163,7 @@ class OthelloDomain(Domain):
         return {"train": seqs[:a], "val": seqs[a:b], "test": seqs[b:]}
 
     def _championship(self) -> dict[str, list[list[str]]]:
-        where = f"task {self.task.path} [data.championship]"
+        where = f"task {self.task.where} [data.championship]"
         cfg = self._data_cfg("championship")
         years = cfg.get("years")
         if years is not None:

@@ -23,7 +23,7 @@ from ...errors import WorldModelError
 
 def make_backend(args) -> "Backend":  # noqa: F821
     """The backend named by the parsed arguments (not yet cached)."""
-    from worldmodel.cli import chat_backend
+    from worldmodel.commands.common import chat_backend
 
     from .backends import RandomResponder, TrueResponder
 
@@ -52,7 +52,7 @@ def write_outputs(report, out: Path, label: str) -> None:
 
 
 def cmd_llm_eval(args) -> int:
-    from worldmodel.cli import chat_label, out_folder
+    from worldmodel.commands.common import chat_label, out_folder
 
     from .backends import CachedBackend
     from .cache import ResponseCache
@@ -78,7 +78,7 @@ def cmd_llm_eval(args) -> int:
 
 
 def register(subparsers) -> None:
-    from worldmodel.cli import add_chat_arguments, add_chat_run_arguments
+    from worldmodel.commands.common import add_chat_arguments, add_chat_run_arguments
 
     p = subparsers.add_parser("llm-eval", help="ask a chat model the seating puzzle (the paper's Figure 4)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

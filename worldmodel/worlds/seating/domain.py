@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import WorldModelError
 from ...sampling import StateSampler
-from ...tasks import Domain
+from ...api.domain import Domain
 from .world import SeatingWorld, random_statements, two_prefixes_different_states, two_prefixes_same_state
 
 
@@ -64,7 +64,7 @@ class SeatingDomain(Domain):
         w = self.task.section("world")
         n = w.get("n", 3)
         if isinstance(n, bool) or not isinstance(n, int):
-            raise WorldModelError(f"task {self.task.path}: [world] n must be an integer, got {n!r}")
+            raise WorldModelError(f"task {self.task.where}: [world] n must be an integer, got {n!r}")
         return SeatingWorld(n)
 
     def sampler(self) -> SeatingSampler:
@@ -75,7 +75,7 @@ class SeatingDomain(Domain):
         d = self.task.section("data")
         lo, hi = int(d.get("min_len", 1)), int(d.get("max_len", 16))
         if not 1 <= lo <= hi:
-            raise WorldModelError(f"task {self.task.path}: [data] needs 1 <= min_len <= max_len")
+            raise WorldModelError(f"task {self.task.where}: [data] needs 1 <= min_len <= max_len")
         return lo, hi
 
     def generate(self, dataset: str):
@@ -88,7 +88,7 @@ class SeatingDomain(Domain):
         for split, default in (("train", 20000), ("val", 1000), ("test", 1000)):
             count = int(d.get(f"n_{split}", default))
             if count < 1:
-                raise WorldModelError(f"task {self.task.path}: [data] n_{split} must be at least 1")
+                raise WorldModelError(f"task {self.task.where}: [data] n_{split} must be at least 1")
             out[split] = [list(random_statements(self.world, int(rng.integers(lo, hi + 1)), rng)[0])
                           for _ in range(count)]
         return out

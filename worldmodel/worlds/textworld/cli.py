@@ -43,7 +43,7 @@ COMMANDS = ("textworld-agent", "textworld-probe")
 
 def cmd_agent(args) -> int:
     from worldmodel.chat import CachedBackend, ResponseCache
-    from worldmodel.cli import chat_backend, chat_label, load_domain_task, out_folder
+    from worldmodel.commands.common import chat_backend, chat_label, load_domain_task, out_folder
     from worldmodel.results import write_json_atomic
 
     from .llm import RandomAgent, TrueAgent, agent_table, play_games, summarize_play
@@ -108,7 +108,7 @@ def cmd_agent(args) -> int:
 
 def cmd_probe(args) -> int:
     from worldmodel.chat import CachedBackend, ResponseCache
-    from worldmodel.cli import chat_backend, chat_label, load_domain_task, out_folder
+    from worldmodel.commands.common import chat_backend, chat_label, load_domain_task, out_folder
     from worldmodel.results import write_json_atomic
 
     from .llm import ProbeSettings, RandomAgent, TrueAgent, probe, probe_table
@@ -140,7 +140,7 @@ def cmd_probe(args) -> int:
 
 
 def register(subparsers) -> None:
-    from worldmodel.cli import add_chat_arguments, add_chat_run_arguments
+    from worldmodel.commands.common import add_chat_arguments, add_chat_run_arguments
 
     a = subparsers.add_parser("textworld-agent", help="a chat model plays TextWorld games (score, steps, win rate)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...errors import WorldModelError
 from ...sampling import ExplicitDFASampler
-from ...tasks import Domain
+from ...api.domain import Domain
 from .data import DATASETS, PlannerModel, distance_to_win, generate
 from .games import GameSpec, default_games_dir, ensure_game, suite
 from .world import TextWorldWorld
@@ -84,7 +84,7 @@ class TextWorldDomain(Domain):
         if seeds is None:
             return [self.spec]
         if not isinstance(seeds, dict) or not set(seeds) <= {"train", "test"}:
-            raise WorldModelError(f"task {self.task.path}: [world] suite_seeds must be {{train = [...], test = [...]}}")
+            raise WorldModelError(f"task {self.task.where}: [world] suite_seeds must be {{train = [...], test = [...]}}")
         return suite({k: list(v) for k, v in seeds.items()})
 
     def game_file(self, spec: GameSpec | None = None) -> Path:
@@ -107,7 +107,7 @@ class TextWorldDomain(Domain):
         for split, default in (("train", 20000), ("val", 500), ("test", 500)):
             n = d.get(f"n_{split}", default)
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise WorldModelError(f"task {self.task.path}: [data] n_{split} must be a positive integer")
+                raise WorldModelError(f"task {self.task.where}: [data] n_{split} must be a positive integer")
             counts[split] = n
         rng = np.random.default_rng([self.task.seed, DATASETS.index(dataset) if dataset in DATASETS else 99])
         return generate(self.world, dataset, counts, rng, int(d.get("min_len", 8)), int(d.get("max_len", 40)),

@@ -26,10 +26,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .acceptance import AcceptanceRule
-from .dfa import ExplicitDFA, Token
-from .extract import Diff, Extraction, agreement, diff, explicit_world, extract
-from .results import check_writable
+from ..acceptance import AcceptanceRule
+from ..dfa import ExplicitDFA, Token, explicit_world, is_valid
+from ..results import check_writable
+from .diff import Diff, agreement, diff
+from .lstar import Extraction, extract
 
 
 def _palette(n: int) -> list[str]:
@@ -63,15 +64,6 @@ class _Words:
         return f"T{q} ({label})"
 
 
-def _accepts(dfa: ExplicitDFA, word) -> bool:
-    q = dfa.start
-    for t in word:
-        q = int(dfa.delta[q, dfa.tokens.index(t)])
-        if q < 0:
-            return False
-    return True
-
-
 def _verdict(v: bool) -> str:
     return "allows" if v else "refuses"
 
@@ -93,8 +85,8 @@ def report_markdown(title: str, command: str, settings: dict, ex: Extraction, d:
                      f"{ex.stopped}; the automaton below is the last hypothesis.")
         if ex.refuted_by is not None:
             cex = ex.refuted_by
-            hyp_says = _accepts(ex.dfa, cex)
-            world_says = _accepts(words.true, cex)
+            hyp_says = is_valid(ex.dfa, cex)
+            world_says = is_valid(words.true, cex)
             lines.append(f"- That hypothesis is refuted by {words.word(cex)} ({len(cex)} tokens): the model "
                          f"{_verdict(not hyp_says)} it, the hypothesis {_verdict(hyp_says)} it, and the world "
                          f"{_verdict(world_says)} it. Fitting this counterexample is what broke the bound.")
@@ -337,3 +329,24 @@ def run_extraction(task, model, model_name: str, acceptance: AcceptanceRule, out
                        "merged_pairs": len(d.merges), "split_true_states": len(d.split_sizes),
                        "model_allows_world_refuses": d.n_extra, "world_allows_model_refuses": d.n_missing}
     return summary
+
+
+def extract_automaton(task, model, acceptance: AcceptanceRule | str | None = None, out: str | Path | None = None,
+                      progress: bool = False, **options) -> dict:
+    """The library form of ``worldmodel extract``: learn ``model``'s automaton on ``task`` and diff it.
+
+    ``task`` is anything :func:`worldmodel.tasks.load_task` takes (a name, a file, a world or
+    domain built in Python); ``acceptance`` a rule or a spec (default: the task's ``[evaluate]``
+    rule); ``options`` those of :func:`run_extraction` (``max_states``, ``walks``, ``seed``, …).
+    Returns the summary; with ``out``, the four files are written there.
+    """
+    from ..acceptance import parse_acceptance
+    from ..evaluator import settings_for
+    from ..tasks import load_task
+
+    task = load_task(task)
+    if acceptance is None:
+        acceptance = settings_for(task).acceptance
+    elif not isinstance(acceptance, AcceptanceRule):
+        acceptance = parse_acceptance(acceptance)
+    return run_extraction(task, model, model.label, acceptance, out=out, progress=progress, **options)
