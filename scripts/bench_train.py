@@ -50,7 +50,8 @@ import torch  # noqa: E402
 
 from worldmodel.datastream import PackedSequences, token_lut  # noqa: E402
 from worldmodel.models import Vocabulary, gpt2_config, quiet_transformers  # noqa: E402
-from worldmodel.tasks import load_task, read_sequences  # noqa: E402
+from worldmodel.sequences import read_sequences  # noqa: E402
+from worldmodel.tasks import load_task  # noqa: E402
 from worldmodel.training import FileBatches, lm_loss, matmul_peak_flops, model_ids, train  # noqa: E402
 from worldmodel.training.batches import _StreamChunks  # noqa: E402
 

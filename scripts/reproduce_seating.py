@@ -36,11 +36,10 @@ from worldmodel.errors import WorldModelError  # noqa: E402
 
 
 def chat_rows(args, work: Path) -> dict:
-    from worldmodel.worlds.seating.backends import (CachedBackend, HFChatBackend, OpenAIChatBackend,
-                                                    RandomResponder, TrueResponder)
+    from worldmodel.chat import CachedBackend, HFChatBackend, OpenAIChatBackend, ResponseCache
+    from worldmodel.worlds.seating.responders import RandomResponder, TrueResponder
     from worldmodel.worlds.seating.tiny_chat import make_tiny_chat_model
-    from worldmodel.worlds.seating.cache import ResponseCache
-    from worldmodel.worlds.seating.protocol import ProtocolSettings, evaluate
+    from worldmodel.worlds.seating.protocol import ProtocolSettings, evaluate_in_words
 
     settings = ProtocolSettings(n=args.n, states=args.states, seed=args.seed)
     tiny = work / f"tiny-chat-{args.tiny_steps}"
@@ -58,7 +57,7 @@ def chat_rows(args, work: Path) -> dict:
     for label, backend in backends.items():
         cached = CachedBackend(backend, ResponseCache(work / "cache.jsonl"))
         try:
-            rows[label] = evaluate(cached, settings)
+            rows[label] = evaluate_in_words(cached, settings)
         finally:
             cached.close()
         print(f"{label}: " + ", ".join(f"{k} {v.mean:.3f}" for k, v in rows[label].metrics.items()))
@@ -68,7 +67,7 @@ def chat_rows(args, work: Path) -> dict:
 def likelihood_rows(args, work: Path) -> dict:
     from worldmodel.checkpoints import reuse_or_train
     from worldmodel.evaluator import build_model, evaluate, settings_for
-    from worldmodel.metrics import ALL_METRICS
+    from worldmodel.registry import metric_names
     from worldmodel.results import MetricResult
     from worldmodel.tasks import load_task
 
@@ -83,7 +82,7 @@ def likelihood_rows(args, work: Path) -> dict:
                             seed=settings.seed)
         model.source = label
         out = work / f"likelihood-{kind}.json"
-        summary = evaluate(task, model, list(ALL_METRICS), settings, out, data_dir=data_dir, progress=True)
+        summary = evaluate(task, model, metric_names(default_only=True), settings, out, data_dir=data_dir, progress=True)
         rows[label] = {k: MetricResult(k, **v) for k, v in summary["metrics"].items()}
         print(f"{label}: " + ", ".join(f"{k} {v.mean:.3f}" for k, v in rows[label].items()))
         if kind == "untrained":

@@ -236,7 +236,7 @@ def llm(args) -> None:
     from worldmodel.chat import CachedBackend, HFChatBackend, OpenAIChatBackend, ResponseCache
     from worldmodel.tasks import load_task
     from worldmodel.worlds.textworld.llm import (ProbeSettings, RandomAgent, TrueAgent, agent_table, play_games,
-                                                 probe, probe_table, summarize_play)
+                                                 probe_in_words, probe_table, summarize_play)
     from worldmodel.worlds.textworld.tiny_chat import make_tiny_chat_model
     from worldmodel.worlds.textworld.world import TextWorldWorld
 
@@ -275,7 +275,7 @@ def llm(args) -> None:
     probes = {}
     for label, backend in backends(world).items():
         t0 = time.time()
-        probes[label] = probe(CachedBackend(backend, cache, progress=progress), world, settings).summary()
+        probes[label] = probe_in_words(CachedBackend(backend, cache, progress=progress), world, settings).summary()
         seconds[f"probe {label}"] = time.time() - t0
     t0 = time.time()
     games, worlds, prep = {}, {}, {}

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from worldmodel.errors import WorldModelError
-from worldmodel.worlds.seating.backends import CachedBackend, HFChatBackend, OpenAIChatBackend, TrueResponder
-from worldmodel.worlds.seating.cache import ResponseCache
-from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate
+from worldmodel.chat import CachedBackend, HFChatBackend, OpenAIChatBackend, ResponseCache
+from worldmodel.worlds.seating.responders import TrueResponder
+from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate_in_words
 from worldmodel.worlds.seating.tiny_chat import make_tiny_chat_model
 
 from chatserver import FAULTS, KEY, client
@@ -26,12 +26,12 @@ def test_openai_backend_survives_faults_and_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("SEATING_TEST_KEY", KEY)
     with ChatServer() as clean:
         b = CachedBackend(client(clean.url), ResponseCache(tmp_path / "clean.jsonl"), progress=False)
-        want = evaluate(b, SETTINGS)
+        want = evaluate_in_words(b, SETTINGS)
         b.close()
     with ChatServer(faults=True) as faulty:
         inner = client(faulty.url)
         b = CachedBackend(inner, ResponseCache(tmp_path / "faulty.jsonl"), progress=False)
-        got = evaluate(b, SETTINGS)
+        got = evaluate_in_words(b, SETTINGS)
         b.close()
         n_requests = faulty.requests
         assert all(faulty.injected[f] > 0 for f in FAULTS), faulty.injected
@@ -44,7 +44,7 @@ def test_openai_backend_survives_faults_and_caches(tmp_path, monkeypatch):
         # a second run asks nothing
         inner2 = client(faulty.url)
         b2 = CachedBackend(inner2, ResponseCache(tmp_path / "faulty.jsonl"), progress=False)
-        again = evaluate(b2, SETTINGS)
+        again = evaluate_in_words(b2, SETTINGS)
         b2.close()
         assert faulty.requests == n_requests and inner2.requests_sent == 0 and b2.asked == 0
         assert again.summary() == got.summary()
@@ -88,7 +88,7 @@ def tiny_chat(tmp_path_factory):
 def test_local_hf_chat_backend_runs_and_counts_unparseable(tiny_chat, tmp_path):
     backend = HFChatBackend(tiny_chat, max_new_tokens=6, batch_size=16)
     cb = CachedBackend(backend, ResponseCache(tmp_path / "hf.jsonl"), progress=False)
-    rep = evaluate(cb, ProtocolSettings(states=3, seed=0))
+    rep = evaluate_in_words(cb, ProtocolSettings(states=3, seed=0))
     cb.close()
     assert cb.asked > 0 and len(ResponseCache(tmp_path / "hf.jsonl")) == cb.asked
     for m in METRICS:

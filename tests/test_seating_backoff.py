@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from worldmodel.errors import WorldModelError
-from worldmodel.worlds.seating.backends import OpenAIChatBackend
+from worldmodel.chat import OpenAIChatBackend
 
 from loopback import LoopbackServer
 

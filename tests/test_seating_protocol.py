@@ -9,15 +9,15 @@ import pytest
 
 from worldmodel.dfa import exact_boundary, is_valid, run
 from worldmodel.errors import TrialSkipped, WorldModelError
-from worldmodel.worlds.seating.backends import Backend, CachedBackend, RandomResponder, TrueResponder
-from worldmodel.worlds.seating.cache import ResponseCache
-from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate
+from worldmodel.chat import Backend, CachedBackend, ResponseCache
+from worldmodel.worlds.seating.responders import RandomResponder, TrueResponder
+from worldmodel.worlds.seating.protocol import METRICS, ProtocolSettings, evaluate_in_words
 from worldmodel.worlds.seating.world import SeatingWorld
 
 
 @pytest.fixture(scope="module")
 def true_report():
-    return evaluate(TrueResponder(), ProtocolSettings())
+    return evaluate_in_words(TrueResponder(), ProtocolSettings())
 
 
 def test_true_responder_scores_one(true_report):
@@ -58,7 +58,7 @@ def test_planned_trials_follow_the_protocol(true_report):
 
 def test_random_responder_scores_near_its_expectation():
     s = ProtocolSettings(states=200, seed=3)
-    rep = evaluate(RandomResponder(seed=1), s)
+    rep = evaluate_in_words(RandomResponder(seed=1), s)
     n = rep.metrics["capability"].n
     assert abs(rep.metrics["capability"].mean - 1 / 3) < 4 * math.sqrt((1 / 3) * (2 / 3) / n)
     # a state passes when both prefixes get the same answer for every distinct continuation
@@ -72,9 +72,9 @@ def test_random_responder_scores_near_its_expectation():
 
 
 def test_runs_are_seeded():
-    a = evaluate(RandomResponder(0), ProtocolSettings(states=20, seed=5))
-    b = evaluate(RandomResponder(0), ProtocolSettings(states=20, seed=5))
-    c = evaluate(RandomResponder(0), ProtocolSettings(states=20, seed=6))
+    a = evaluate_in_words(RandomResponder(0), ProtocolSettings(states=20, seed=5))
+    b = evaluate_in_words(RandomResponder(0), ProtocolSettings(states=20, seed=5))
+    c = evaluate_in_words(RandomResponder(0), ProtocolSettings(states=20, seed=6))
     assert a.summary() == b.summary()
     assert a.trials["compression_precision"][0]["prefix1"] == b.trials["compression_precision"][0]["prefix1"]
     assert [t.get("prefix1") for t in a.trials["compression_precision"]] != \
@@ -105,7 +105,7 @@ class Mumbler(Backend):
 
 def test_unparseable_answers_are_counted_never_guessed():
     mum = Mumbler()
-    rep = evaluate(mum, ProtocolSettings(states=40, seed=2))
+    rep = evaluate_in_words(mum, ProtocolSettings(states=40, seed=2))
     total_bad = sum(rep.unparseable.values())
     assert total_bad > 0
     # every prompt occurrence with a garbled answer is counted
@@ -138,19 +138,19 @@ def test_interrupted_run_resumes_and_rerun_is_free(tmp_path):
     s = ProtocolSettings(states=30, seed=1)
     first = Counting(RandomResponder(4), fail_after=120)
     with pytest.raises(KeyboardInterrupt):
-        evaluate(CachedBackend(first, ResponseCache(path), progress=False), s)
+        evaluate_in_words(CachedBackend(first, ResponseCache(path), progress=False), s)
     cached = len(ResponseCache(path))
     assert cached == first.calls == 100
     second = Counting(RandomResponder(4))
     cb = CachedBackend(second, ResponseCache(path), progress=False)
-    rep = evaluate(cb, s)
+    rep = evaluate_in_words(cb, s)
     cb.close()
     total = len(ResponseCache(path))
     assert second.calls == total - cached > 0
     third = Counting(RandomResponder(4))
-    rep2 = evaluate(CachedBackend(third, ResponseCache(path), progress=False), s)
+    rep2 = evaluate_in_words(CachedBackend(third, ResponseCache(path), progress=False), s)
     assert third.calls == 0
-    assert rep2.summary() == rep.summary() == evaluate(RandomResponder(4), s).summary()
+    assert rep2.summary() == rep.summary() == evaluate_in_words(RandomResponder(4), s).summary()
 
 
 def test_cache_drops_a_partial_last_line_and_rejects_corruption(tmp_path):
@@ -212,12 +212,12 @@ def test_settings_refuse_bad_values_with_a_clear_message(field, value, message):
         s.check()
     assert str(err.value) == message
     with pytest.raises(WorldModelError):
-        evaluate(RandomResponder(0), s)
+        evaluate_in_words(RandomResponder(0), s)
 
 
 def test_the_smallest_valid_settings_pass():
     ProtocolSettings(states=1, samples=1, k=1, max_statements=1, metrics=("capability",)).check()
-    rep = evaluate(TrueResponder(), ProtocolSettings(states=1, samples=1, max_statements=1, seed=3))
+    rep = evaluate_in_words(TrueResponder(), ProtocolSettings(states=1, samples=1, max_statements=1, seed=3))
     assert sorted(rep.metrics) == sorted(METRICS)
 
 
@@ -307,7 +307,7 @@ def test_only_the_chosen_metrics_are_planned_and_asked():
             return super().ask(prompts)
 
     b = Recording()
-    rep = evaluate(b, ProtocolSettings(states=6, seed=4, metrics=("capability",)))
+    rep = evaluate_in_words(b, ProtocolSettings(states=6, seed=4, metrics=("capability",)))
     assert list(rep.trials) == ["capability"] and list(rep.metrics) == ["capability"]
     assert rep.answers == {"capability": 6} and rep.unparseable == {"capability": 0}
     assert len(b.prompts) == 6 and all("where is" in p for p in b.prompts)
@@ -391,9 +391,9 @@ def test_report_names_its_metrics_and_backend_and_asks_nothing_when_nothing_is_p
             Counting.calls += 1
             return super().ask(prompts)
 
-    rep = evaluate(Counting(), ProtocolSettings(states=2, max_prefix=0, metrics=("compression_precision",)))
+    rep = evaluate_in_words(Counting(), ProtocolSettings(states=2, max_prefix=0, metrics=("compression_precision",)))
     assert Counting.calls == 0 and rep.metrics["compression_precision"].n == 0
-    rep = evaluate(Counting(), ProtocolSettings(states=2, seed=1))
+    rep = evaluate_in_words(Counting(), ProtocolSettings(states=2, seed=1))
     assert Counting.calls == 1 and rep.backend == TrueResponder().describe() and rep.backend
     assert all(rep.metrics[m].name == m for m in METRICS)
     assert rep.summary()["backend"] == rep.backend
@@ -414,7 +414,7 @@ def test_trials_that_cannot_be_drawn_are_skipped_with_their_reason_and_ask_nothi
             return super().ask(prompts)
 
     # no prefix may have a statement: only the capability trials can be drawn
-    rep = evaluate(Recording(), ProtocolSettings(states=3, max_prefix=0, seed=1))
+    rep = evaluate_in_words(Recording(), ProtocolSettings(states=3, max_prefix=0, seed=1))
     comp, dist = rep.metrics["compression_precision"], rep.metrics["distinction_recall"]
     assert comp.n == 0 and comp.failures == {"no two different prefixes to one state in 50 draws": 3}
     assert dist.n == 0 and dist.failures == {"no two different states in 50 draws": 3}

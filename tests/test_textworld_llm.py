@@ -8,7 +8,7 @@ from chatserver import ChatServer, client  # the shared fault-injecting chat ser
 from worldmodel.chat import CachedBackend, ResponseCache
 from worldmodel.worlds.textworld.house import load_house
 from worldmodel.worlds.textworld.llm import (PROBE_METRICS, ProbeSettings, RandomAgent, TrueAgent, agent_prompt,
-                                             parse_command, parse_yes_no, play, probe, read_agent_prompt,
+                                             parse_command, parse_yes_no, play, probe_in_words, read_agent_prompt,
                                              read_validity_prompt, validity_prompt)
 from worldmodel.worlds.textworld.world import TextWorldWorld
 
@@ -37,9 +37,9 @@ def test_prompts_read_back_and_answers_are_read_strictly(world):
 
 
 def test_true_and_random_rows(world):
-    rep = probe(TrueAgent(world), world, SETTINGS)
+    rep = probe_in_words(TrueAgent(world), world, SETTINGS)
     assert all(rep.metrics[m].mean == 1.0 and rep.metrics[m].n > 0 for m in PROBE_METRICS)
-    rnd = probe(RandomAgent(0), world, SETTINGS)
+    rnd = probe_in_words(RandomAgent(0), world, SETTINGS)
     assert rnd.metrics["compression_precision"].mean < 1.0
     assert sum(rnd.unparseable.values()) == 0
 
@@ -48,20 +48,20 @@ def test_probe_over_http_with_faults_matches_fault_free_and_caches(world, tmp_pa
     with ChatServer() as clean:
         clean.truth = TrueAgent(world)
         b = CachedBackend(client(clean.url), ResponseCache(tmp_path / "clean.jsonl"), progress=False)
-        want = probe(b, world, SETTINGS)
+        want = probe_in_words(b, world, SETTINGS)
         b.close()
     with ChatServer(faults=True) as faulty:
         faulty.truth = TrueAgent(world)
         inner = client(faulty.url)
         b = CachedBackend(inner, ResponseCache(tmp_path / "faulty.jsonl"), progress=False)
-        got = probe(b, world, SETTINGS)
+        got = probe_in_words(b, world, SETTINGS)
         b.close()
         sent = faulty.requests
         assert sum(v for k, v in faulty.injected.items() if k not in ("none", "slow-ok")) > 0
         assert got.summary()["metrics"] == want.summary()["metrics"]
         assert all(got.metrics[m].mean == 1.0 for m in PROBE_METRICS)
         b2 = CachedBackend(client(faulty.url), ResponseCache(tmp_path / "faulty.jsonl"), progress=False)
-        again = probe(b2, world, SETTINGS)
+        again = probe_in_words(b2, world, SETTINGS)
         b2.close()
         assert faulty.requests == sent and b2.asked == 0 and again.summary() == got.summary()
 

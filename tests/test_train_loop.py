@@ -14,7 +14,8 @@ from worldmodel import training as T
 from worldmodel.datastream import PackedSequences, token_lut
 from worldmodel.errors import WorldModelError
 from worldmodel.models import Vocabulary
-from worldmodel.tasks import load_task, read_sequences
+from worldmodel.sequences import read_sequences
+from worldmodel.tasks import load_task
 
 
 def weights(folder):

@@ -30,7 +30,7 @@ the unparseable and all answers, every trial); a world's protocol plans its tria
 answers with the world's scorer; the commands write its ``summary()`` and ``write_trials()``.
 
 World-specific responders (the true world model and a random one, which answer from
-the world's automaton) live with their worlds (``worlds/seating/backends.py``,
+the world's automaton) live with their worlds (``worlds/seating/responders.py``,
 ``worlds/textworld/llm.py``).
 """
 

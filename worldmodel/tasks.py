@@ -38,7 +38,7 @@ from .api.domain import Domain
 from .api.world import World
 from .config import Schema, check_table, suggest
 from .errors import WorldModelError
-from .sequences import SPLITS, read_sequences, write_sequences  # noqa: F401  (re-exported: the task's files)
+
 
 #: ``[model]``: the GPT-2 trained from scratch (:func:`worldmodel.models.gpt2_config`).
 MODEL: Schema = {"n_layer": int, "n_embd": int, "n_head": int, "n_positions": int, "dropout": float}

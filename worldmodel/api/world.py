@@ -143,8 +143,10 @@ class World(ABC):
                     f"{what}: token {t!r} at position {i} is not in the {self.name} world's alphabet"
                 )
 
+    _token_set_cache: frozenset[Token] | None = None
+
     def _token_set(self) -> frozenset[Token]:
-        cached = getattr(self, "_token_set_cache", None)
+        cached = self._token_set_cache
         if cached is None or len(cached) != len(self.tokens):
             cached = frozenset(self.tokens)
             self._token_set_cache = cached

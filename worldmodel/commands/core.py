@@ -29,7 +29,8 @@ def _metrics_arg(text: str) -> list[str]:
 
 
 def cmd_data(args) -> int:
-    from ..tasks import SPLITS, load_task
+    from ..sequences import SPLITS
+    from ..tasks import load_task
 
     task = load_task(args.task)
     names = [args.dataset] if args.dataset else task.domain.datasets()

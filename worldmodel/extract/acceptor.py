@@ -89,7 +89,7 @@ class ModelAcceptor:
         self.index = {t: i for i, t in enumerate(self.tokens)}
         self.max_queries = max_queries
         if max_word_len is None:
-            ctx = getattr(model, "max_positions", None)
+            ctx = model.max_positions
             max_word_len = int(ctx) - 1 if ctx else None
         self.max_word_len = max_word_len
         self.batch_size = int(batch_size)

@@ -66,7 +66,7 @@ class GameOverModel:
         self.model = model
         self.world = world
         self.tokens = tuple(model.tokens) + (END,)
-        self.name = getattr(model, "name", "model")
+        self.name = model.name
         self._states: dict[tuple[str, ...], object] = {(): world.initial_state()}
 
     def _state(self, prefix: tuple[str, ...]):

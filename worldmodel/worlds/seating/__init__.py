@@ -2,8 +2,8 @@
 
 * :mod:`.world` — :class:`SeatingWorld`, the DFA whose states are sets of seatings;
 * :mod:`.prompts` — capability and validity prompts, strict answer parsing;
-* :mod:`.backends` / :mod:`.cache` — chat backends (OpenAI-compatible HTTP, local
-  transformers, true and random responders) and the on-disk response cache;
+* :mod:`.responders` — the true and random responders (the chat backends, OpenAI-compatible
+  HTTP and local transformers, and the response cache are in :mod:`worldmodel.chat`);
 * :mod:`.protocol` — the App. E metrics for chat models (Figure 4);
 * :mod:`.domain` — the likelihood mode: a small GPT-2 on statement sequences,
   evaluated with the core metrics;

@@ -21,11 +21,11 @@ from pathlib import Path
 from ...errors import WorldModelError
 
 
-def make_backend(args) -> "Backend":  # noqa: F821
+def make_backend(args):
     """The backend named by the parsed arguments (not yet cached)."""
     from worldmodel.commands.common import chat_backend
 
-    from .backends import RandomResponder, TrueResponder
+    from .responders import RandomResponder, TrueResponder
 
     return chat_backend(args, TrueResponder, RandomResponder)
 
@@ -54,9 +54,8 @@ def write_outputs(report, out: Path, label: str) -> None:
 def cmd_llm_eval(args) -> int:
     from worldmodel.commands.common import chat_label, out_folder
 
-    from .backends import CachedBackend
-    from .cache import ResponseCache
-    from .protocol import ProtocolSettings, evaluate, markdown_row_table
+    from ...chat import CachedBackend, ResponseCache
+    from .protocol import ProtocolSettings, evaluate_in_words, markdown_row_table
 
     if args.puzzle != "seating":
         raise WorldModelError(f"unknown puzzle {args.puzzle!r} (known: seating)")
@@ -67,7 +66,7 @@ def cmd_llm_eval(args) -> int:
     cache = ResponseCache(args.cache or out / "cache.jsonl")
     backend = CachedBackend(inner, cache, progress=not args.no_progress)
     try:
-        report = evaluate(backend, settings)
+        report = evaluate_in_words(backend, settings)
     finally:
         backend.close()
     label = chat_label(inner, args)

@@ -45,11 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from ...chat import ChatReport
+from ...chat import Backend, ChatReport
 from ...dfa import exact_boundary, is_valid, valid_suffixes
 from ...errors import TrialSkipped, WorldModelError
 from ...results import trial_seed
-from .backends import Backend
 from .prompts import capability_prompt, parse_seat, parse_yes_no, validity_prompt
 from .world import (SeatingWorld, determining_statements, two_prefixes_different_states,
                     two_prefixes_same_state)
@@ -229,7 +228,7 @@ def _score_distinction(t: dict, responses: list[str]) -> int:
                                lambda scored: float(np.mean([a is True and b is False for a, b in scored])))
 
 
-def evaluate(backend: Backend, settings: ProtocolSettings | None = None) -> SeatingReport:
+def evaluate_in_words(backend: Backend, settings: ProtocolSettings | None = None) -> SeatingReport:
     """Run the protocol against a backend (wrap it in :class:`~.backends.CachedBackend` to cache)."""
     s = settings or ProtocolSettings()
     s.check()

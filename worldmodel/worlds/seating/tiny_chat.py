@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...chat import TINY_CHAT_TEMPLATE as CHAT_TEMPLATE  # noqa: F401  (kept importable from here)
 from ...chat import make_word_chat_model
 from .prompts import MARKER, capability_prompt, validity_prompt
 from .world import SeatingWorld, determining_statements, random_statements, statement_tokens

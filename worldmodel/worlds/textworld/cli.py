@@ -19,7 +19,7 @@ each game's automaton (enumerated and cached on first use); ``random`` picks a l
 command at random.
 
 ``textworld-probe`` asks, after a command history, whether a command would be accepted
-now (:func:`~.llm.probe`) on the task's game: compression precision and distinction
+now (:func:`~.llm.probe_in_words`) on the task's game: compression precision and distinction
 recall from the exact one-command boundary. It writes ``DIR/results.json``,
 ``DIR/results.md`` and ``DIR/trials.jsonl``.
 
@@ -111,7 +111,7 @@ def cmd_probe(args) -> int:
     from worldmodel.commands.common import chat_backend, chat_label, load_domain_task, out_folder
     from worldmodel.results import write_json_atomic
 
-    from .llm import ProbeSettings, RandomAgent, TrueAgent, probe, probe_table
+    from .llm import ProbeSettings, RandomAgent, TrueAgent, probe_in_words, probe_table
 
     task = load_domain_task(args.task, "textworld", COMMANDS)
     settings = ProbeSettings(states=args.states, samples=args.samples, max_prefix=args.max_prefix, seed=args.seed)
@@ -123,7 +123,7 @@ def cmd_probe(args) -> int:
     cache = ResponseCache(args.cache or out / "cache.jsonl")
     backend = CachedBackend(inner, cache, progress=not args.no_progress)
     try:
-        report = probe(backend, world, settings)
+        report = probe_in_words(backend, world, settings)
     finally:
         backend.close()
     out.mkdir(parents=True, exist_ok=True)

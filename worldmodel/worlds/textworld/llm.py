@@ -286,7 +286,7 @@ def plan_probe(world: TextWorldWorld, s: ProbeSettings) -> dict[str, list[dict]]
     return out
 
 
-def probe(backend: Backend, world: TextWorldWorld, settings: ProbeSettings | None = None) -> ProbeReport:
+def probe_in_words(backend: Backend, world: TextWorldWorld, settings: ProbeSettings | None = None) -> ProbeReport:
     """The world-model probe in words against ``backend``."""
     s = settings or ProbeSettings()
     s.check()

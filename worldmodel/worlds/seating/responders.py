@@ -1,9 +1,4 @@
-"""Chat backends for the seating puzzle.
-
-The generic backends (:class:`~worldmodel.chat.OpenAIChatBackend`,
-:class:`~worldmodel.chat.HFChatBackend`, :class:`~worldmodel.chat.CachedBackend`) live in
-:mod:`worldmodel.chat` and are re-exported here; this module adds the puzzle's own
-responders:
+"""The seating puzzle's own responders (the chat backends themselves are in :mod:`worldmodel.chat`):
 
 * :class:`TrueResponder` — answers every prompt correctly from the DFA (the ceiling).
 * :class:`RandomResponder` — answers uniformly at random, seeded per prompt, so the
@@ -17,8 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from ...chat import (RETRY_STATUS, Backend, CachedBackend, HFChatBackend, OpenAIChatBackend,  # noqa: F401
-                     PromptByPromptBackend, ResponseCache, SeededRandomBackend)
+from ...chat import PromptByPromptBackend, SeededRandomBackend
 from ...dfa import REJECT, run
 from .prompts import MARKER, parse_prompt
 from .world import SeatingWorld
