@@ -205,6 +205,9 @@ class OpenAIChatBackend(Backend):
     """
 
     backend = "openai"
+    #: sampling temperature of every request; 0 (greedy) unless a protocol that draws several
+    #: independent answers to one prompt sets it (the block-drop generator's trials)
+    temperature: float = 0.0
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *,
                  max_tokens: int = 1000, timeout: float = 120.0, max_retries: int = 6,
@@ -240,7 +243,7 @@ class OpenAIChatBackend(Backend):
 
     def describe(self):
         return {"backend": self.backend, "model": self.model, "base_url": self.base_url,
-                "api_key_env": self.api_key_env, "temperature": 0, "max_tokens": self.max_tokens}
+                "api_key_env": self.api_key_env, "temperature": self.temperature, "max_tokens": self.max_tokens}
 
     def _headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -249,7 +252,8 @@ class OpenAIChatBackend(Backend):
         return h
 
     def _once(self, prompt: str) -> str:
-        payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}], "temperature": 0}
+        payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                   "temperature": self.temperature}
         if self.max_tokens > 0:  # 0 leaves the limit to the server (some models refuse max_tokens)
             payload["max_tokens"] = self.max_tokens
         body = json.dumps(payload).encode()
@@ -330,6 +334,8 @@ class HFChatBackend(Backend):
     """A local chat model (``AutoModelForCausalLM`` + tokenizer with a chat template), greedy."""
 
     backend = "hf"
+    #: 0: greedy decoding; above 0, sampling at this temperature (seeded by ``torch.manual_seed``)
+    temperature: float = 0.0
 
     def __init__(self, path: str | Path, max_new_tokens: int = 512, batch_size: int = 8, device: str = "cpu"):
         import torch  # noqa: F401  (fail early with the import error if torch is missing)
@@ -359,7 +365,8 @@ class HFChatBackend(Backend):
         self.context = int(getattr(cfg, "n_positions", 0) or getattr(cfg, "max_position_embeddings", 0) or 1 << 30)
 
     def describe(self):
-        return {"backend": self.backend, "model": self.model, "decoding": "greedy",
+        decoding = "greedy" if self.temperature <= 0 else f"sampled at temperature {self.temperature}"
+        return {"backend": self.backend, "model": self.model, "decoding": decoding,
                 "max_new_tokens": self.max_new_tokens}
 
     def ask(self, prompts):
@@ -378,7 +385,9 @@ class HFChatBackend(Backend):
                     f"model {self.model}: a prompt of {width} tokens leaves no room in its context of {self.context}"
                 )
             with torch.no_grad():
-                gen = self.lm.generate(**enc, do_sample=False, max_new_tokens=new,
+                sample = {"do_sample": True, "temperature": self.temperature, "top_k": 0} \
+                    if self.temperature > 0 else {"do_sample": False}
+                gen = self.lm.generate(**enc, **sample, max_new_tokens=new,
                                        pad_token_id=self.tokenizer.pad_token_id)
             out += self.tokenizer.batch_decode(gen[:, width:], skip_special_tokens=True)
         return out

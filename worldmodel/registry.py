@@ -54,6 +54,7 @@ WORLDS: list[WorldEntry] = [
                "worldmodel.worlds.othello.data_sets:DATA_SETS"),
     WorldEntry("seating", "worldmodel.worlds.seating.domain:SeatingDomain", "worldmodel.worlds.seating.cli"),
     WorldEntry("textworld", "worldmodel.worlds.textworld.domain:TextWorldDomain", "worldmodel.worlds.textworld.cli"),
+    WorldEntry("blockdrop", "worldmodel.worlds.blockdrop.domain:BlockDropDomain", "worldmodel.worlds.blockdrop.cli"),
 ]
 
 METRICS: list[MetricSpec] = [
