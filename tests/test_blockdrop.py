@@ -349,3 +349,50 @@ def test_tiny_chat_model_answers_the_generate_prompt(tmp_path):
     backend.temperature = 1.0
     out = backend.ask([VARIANTS["v5"].replace("<OBJECT>", "I")])
     assert len(out) == 1 and isinstance(out[0], str)
+
+
+# -- the path a new world must cover (docs/adding-a-world.md) ------------------------------
+
+
+def test_tiny_task_data_train_evaluate(tmp_path):
+    from worldmodel.cli import main
+    from worldmodel.sequences import read_sequences
+    from worldmodel.tasks import load_task
+
+    data = tmp_path / "data"
+    assert main(["data", "blockdrop-tiny", "--data-dir", str(data)]) == 0
+    task = load_task("blockdrop-tiny")
+    train = read_sequences(data / "random" / "train.txt", task.world)  # every sequence valid
+    assert all(seq[-1] == END for seq in train)
+    again = task.domain.generate("random")["train"]
+    assert again == train  # seeded
+    assert main(["train", "blockdrop-tiny", "--data-dir", str(data), "--out", str(tmp_path / "m"),
+                 "--no-progress"]) == 0
+    out = tmp_path / "eval.json"
+    assert main(["evaluate", "blockdrop-tiny", "--data-dir", str(data), "--checkpoint", str(tmp_path / "m"),
+                 "--out", str(out), "--no-progress"]) == 0
+    metrics = json.loads(out.read_text())["metrics"]
+    assert {"compression_precision", "distinction_precision", "distinction_recall", "next_token", "probe"} <= set(metrics)
+
+
+def test_same_seed_same_pairs():
+    w = BlockDropWorld("stable")
+    a = BlockDropSampler(w, programs=20, max_len=6, pool_seed=5)
+    b = BlockDropSampler(BlockDropWorld("stable"), programs=20, max_len=6, pool_seed=5)
+    for i in range(3):
+        assert a.compression_pair(np.random.default_rng(i)) == b.compression_pair(np.random.default_rng(i))
+        assert a.distinction_pair(np.random.default_rng(i)) == b.distinction_pair(np.random.default_rng(i))
+
+
+def test_bad_task_keys_are_one_line_errors(tmp_path):
+    from worldmodel.tasks import TASKS_DIR, load_task
+
+    for old, new, what in (("variant = \"grid\"", "varient = \"grid\"", "varient"),
+                           ("variant = \"grid\"", "variant = \"wobbly\"", "variant")):
+        p = tmp_path / f"{what}.toml"
+        p.write_text((TASKS_DIR / "blockdrop-tiny.toml").read_text().replace(old, new))
+        with pytest.raises(WorldModelError, match=what):
+            load_task(p).world
+    with pytest.raises(WorldModelError, match="letter generator builds"):
+        from worldmodel.worlds.blockdrop.domain import parse_letters
+        parse_letters("IZ")

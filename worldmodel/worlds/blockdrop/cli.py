@@ -52,7 +52,7 @@ def _classifier(args):
 
 def cmd_generate(args) -> int:
     from worldmodel.chat import ResponseCache
-    from worldmodel.cli import chat_backend, chat_label, out_folder
+    from worldmodel.commands.common import chat_backend, chat_label, out_folder
 
     from .generate import GenerateSettings, RandomGenerator, ScriptedGenerator, run, summary, write
     from .prompts import template
@@ -90,7 +90,7 @@ def cmd_generate(args) -> int:
 
 def cmd_levels(args) -> int:
     from worldmodel.chat import ResponseCache
-    from worldmodel.cli import load_domain_task, out_folder
+    from worldmodel.commands.common import load_domain_task, out_folder
     from worldmodel.evaluator import build_model
 
     from .generate import GenerateSettings, ModelGenerator, run, summary, write
@@ -125,7 +125,7 @@ def cmd_levels(args) -> int:
 
 def cmd_probe(args) -> int:
     from worldmodel.chat import CachedBackend, ResponseCache
-    from worldmodel.cli import chat_backend, chat_label, out_folder
+    from worldmodel.commands.common import chat_backend, chat_label, out_folder
     from worldmodel.results import write_json_atomic
 
     from .probe import ProbeSettings, RandomProbeResponder, TrueProbeResponder, probe, probe_table
@@ -187,7 +187,7 @@ def _similarity_arguments(p) -> None:
 
 
 def register(subparsers) -> None:
-    from worldmodel.cli import add_chat_arguments, add_chat_run_arguments
+    from worldmodel.commands.common import add_chat_arguments, add_chat_run_arguments
 
     fmt = argparse.RawDescriptionHelpFormatter
     g = subparsers.add_parser("blockdrop-generate", help="the ChatGPT4PCG protocol: a generator writes levels of "

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import WorldModelError
-from ...tasks import Domain
+from ...api import Domain
 from .letters import GLYPHS, letter_programs
 from .sampler import BlockDropSampler, random_program
 from .world import END, VARIANTS, BlockDropWorld

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...dfa import REJECT, run
 from ...errors import TrialSkipped, WorldModelError
-from ...sampling import PrefixPair, StateSampler
+from ...api import PrefixPair, StateSampler
 from .world import END, BlockDropWorld, parse_drop
 
 

@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...dfa import REJECT, World
+from ...api import REJECT, World
 from ...errors import WorldModelError
 from .grid import EMPTY_SKYLINE, HEIGHT, KINDS, SIZES, WIDTH, Block, DropError, add, land
 from .stability import Geometry, check_drop
