@@ -126,7 +126,7 @@ def proxy_classifier(work: Path, steps: int):
 
 def letters_model(work: Path, quick: bool):
     from worldmodel.tasks import load_task
-    from worldmodel.train import train
+    from worldmodel.training import train
 
     task = load_task("blockdrop-letters")
     ckpt = work / "gpt2-letters"
