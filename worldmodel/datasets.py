@@ -327,6 +327,7 @@ def _gather(ds: DataSet, staging: Path, mirror: Path | None, progress: bool, att
         for name, sha in tqdm(ds.files.items(), desc=f"copy {ds.name}", unit="file", disable=not progress):
             src = _mirror_file(mirror, ds, name)
             dst = staging / name
+            dst.parent.mkdir(parents=True, exist_ok=True)  # names may hold a folder (eight: arcs/...)
             shutil.copyfile(src, dst)
             got = sha256_of(dst)
             if got != sha:
@@ -341,6 +342,7 @@ def _gather(ds: DataSet, staging: Path, mirror: Path | None, progress: bool, att
     unverified: list[str] = []
     if ds.build is None:
         for remote in ds.remotes:
+            (staging / remote.name).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(got[remote.name]), staging / remote.name)
     else:
         unverified = ds.build(got, staging)

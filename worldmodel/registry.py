@@ -55,6 +55,8 @@ WORLDS: list[WorldEntry] = [
     WorldEntry("seating", "worldmodel.worlds.seating.domain:SeatingDomain", "worldmodel.worlds.seating.cli"),
     WorldEntry("textworld", "worldmodel.worlds.textworld.domain:TextWorldDomain", "worldmodel.worlds.textworld.cli"),
     WorldEntry("blockdrop", "worldmodel.worlds.blockdrop.domain:BlockDropDomain", "worldmodel.worlds.blockdrop.cli"),
+    WorldEntry("eight", "worldmodel.worlds.eight.domain:EightDomain", "worldmodel.worlds.eight.cli",
+               "worldmodel.worlds.eight.data_sets:DATA_SETS"),
 ]
 
 METRICS: list[MetricSpec] = [

@@ -44,11 +44,18 @@ def at_least(args, minimum: int, *names: str) -> None:
 CHAT_BACKENDS = ("openai", "hf", "true", "random")
 
 
-def add_chat_arguments(p: argparse.ArgumentParser, true_help: str = "answers from the world (the ceiling)") -> None:
-    """The options every LLM command shares: which backend, its endpoint or folder, retries, cache."""
-    p.add_argument("--backend", required=True, choices=CHAT_BACKENDS,
+def add_chat_arguments(p: argparse.ArgumentParser, true_help: str = "answers from the world (the ceiling)",
+                       option: str = "--backend", extra: dict[str, str] | None = None) -> None:
+    """The options every LLM command shares: which backend, its endpoint or folder, retries, cache.
+
+    ``option`` names the backend flag (its value lands in ``args.backend`` either way);
+    ``extra`` adds a world's own responders (choice -> help).
+    """
+    extra = extra or {}
+    p.add_argument(option, dest="backend", required=True, choices=CHAT_BACKENDS + tuple(extra),
                    help=f"openai: an OpenAI-compatible endpoint; hf: a local transformers chat model; true: {true_help}; "
-                        "random: answers at random, seeded per prompt (the floor)")
+                        "random: answers at random, seeded per prompt (the floor)"
+                        + "".join(f"; {k}: {v}" for k, v in extra.items()))
     p.add_argument("--base-url", help="OpenAI-compatible API root, e.g. https://api.openai.com/v1")
     p.add_argument("--model", help="model name at the endpoint (openai backend)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY",
