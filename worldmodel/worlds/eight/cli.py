@@ -85,8 +85,8 @@ def cmd_agent(args) -> int:
         if r not in RULES:
             raise WorldModelError(f"--registers: unknown reading register {r!r} (known: {', '.join(RULES)})")
     progress = not args.no_progress
-    worlds = {(a, d): build_world(arcs[a], d) for a in arcs for d in cells["difficulties"]}
     inner = _inner(args)
+    worlds = {(a, d): build_world(arcs[a], d) for a in arcs for d in cells["difficulties"]}
     cache = ResponseCache(args.cache or out / "cache.jsonl")
     rows, records, label = {}, [], None
     try:

@@ -18,7 +18,9 @@ harness shows them (a reset empties the history).
   value (so the current loop is changed in one and not in the other, or, in insane,
   the climb's baseline differs); continuations valid after both whose correct calls
   differ (up to ``samples``, the rest of the current loop, in insane possibly the next
-  loop as well). A continuation counts as recalled when both calls are right.
+  loop as well; proposed with each next detail at its baseline four times in five, then
+  kept only if the automaton says the calls differ). A continuation counts as recalled
+  when both calls are right.
 
 All prompts are built first (every trial from its own seed) and asked in one batch
 (:class:`~worldmodel.chat.ChatReport`); unparseable replies are counted, never guessed.
@@ -136,8 +138,40 @@ def turn_prompt(world, register: str, prefix, cont_loops, r_prefix: Renderer, r_
 
 
 def _continuation(world, q, rng) -> list[str]:
-    """The rest of the current loop from ``q`` (up to its call point)."""
+    """The rest of the current loop from ``q`` (up to its call point), every valid token equally likely."""
     return climb_walk(world, q, rng, 16, stop_at_call=True)
+
+
+def _calm(world, state, token) -> bool:
+    """Whether ``token`` shows its detail at the baseline (the arc's; in insane the climb's, or a first appearance)."""
+    prop, value = world.arc.split(token)
+    if getattr(world.difficulty, "random_baseline", False):
+        seen = state[1][world.arc.names.index(prop)]
+        return seen is None or seen == value
+    return value == world.arc.prop(prop).baseline
+
+
+def _calm_continuation(world, q, rng, calm: float = 0.8) -> list[str]:
+    """The rest of the loop, each next detail drawn uniformly and shown at its baseline with probability ``calm``:
+    the proposal for boundary continuations, which (after a change in one history only) mostly describe the
+    other details unchanged."""
+    out, s = [], q
+    for _ in range(16):
+        valid = world.valid_tokens(s)
+        if any(t in CALLS for t in valid) and (rng.random() < 0.5 or all(t in CALLS for t in valid)):
+            return out
+        obs = [t for t in valid if t not in CALLS and t not in ("reset", "door")]
+        if not obs:
+            return out
+        props = sorted({world.arc.split(t)[0] for t in obs}, key=world.arc.names.index)
+        prop = props[int(rng.integers(len(props)))]
+        mine = [t for t in obs if world.arc.split(t)[0] == prop]
+        quiet = [t for t in mine if _calm(world, s, t)]
+        pool = quiet if quiet and rng.random() < calm else mine
+        t = pool[int(rng.integers(len(pool)))]
+        out.append(t)
+        s = world.step(s, t)
+    return out
 
 
 def _distinct_pair(world, rng, tries: int, max_prefix: int):
@@ -178,7 +212,7 @@ def _boundary(world, q1, q2, rng, samples: int, tries: int) -> list[list[list[st
     for _ in range(tries):
         if len(found) >= samples:
             break
-        rest = _continuation(world, q1, rng)
+        rest = _calm_continuation(world, q1, rng)
         s1, s2 = run(world, rest, q1), run(world, rest, q2)
         if s1 is REJECT or s2 is REJECT:
             continue
@@ -193,7 +227,7 @@ def _boundary(world, q1, q2, rng, samples: int, tries: int) -> list[list[list[st
             s1, s2 = world.step(s1, c1[0]), world.step(s2, c1[0])
             if s1 is REJECT or s2 is REJECT or world.phase(s1) != "loop":
                 continue
-            nxt = _continuation(world, s1, rng)
+            nxt = _calm_continuation(world, s1, rng)
             t1, t2 = run(world, nxt, s1), run(world, nxt, s2)
             if t1 is REJECT or t2 is REJECT:
                 continue

@@ -178,10 +178,21 @@ class InsaneWorld(World):
         return f"L{s.level}|{s.last}:{s.count}:{s.anomalies}|{holds}|{seen}"
 
 
+_BUILT: dict[tuple, World] = {}
+
+
 def build_world(arc: Arc, diff: str | Difficulty, progress: bool = False) -> World:
-    """The world of ``arc`` at ``diff``: :class:`EightWorld`, or :class:`InsaneWorld` for insane."""
+    """The world of ``arc`` at ``diff``: :class:`EightWorld`, or :class:`InsaneWorld` for insane.
+
+    Worlds are kept for the life of the process, keyed by what the automaton depends on
+    (the properties, their values, the late properties, the safe baselines), so a sweep
+    or a test suite enumerates each one once.
+    """
     diff = difficulty(diff) if isinstance(diff, str) else diff
-    return InsaneWorld(arc) if diff.random_baseline else EightWorld(arc, diff, progress)
+    key = (arc.id, arc.observation_tokens, arc.late, tuple(sorted(arc.insane_baselines.items())), diff.name)
+    if key not in _BUILT:
+        _BUILT[key] = InsaneWorld(arc) if diff.random_baseline else EightWorld(arc, diff, progress)
+    return _BUILT[key]
 
 
 def transcript_verdicts(world, tokens: Sequence[str]) -> list[bool]:
