@@ -234,7 +234,7 @@ def probe_part(args, work: Path, out: Path) -> dict:
 
 def _checkpoint(task, folder: Path, dataset: str, seed: int, steps: int, data_dir: Path) -> tuple[Path, dict]:
     from worldmodel.checkpoints import mismatch
-    from worldmodel.train import train
+    from worldmodel.training import train
 
     why = mismatch(folder, task, dataset, steps)
     if why is None and json.loads((folder / "training.json").read_text()).get("seed") != seed:

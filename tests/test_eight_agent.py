@@ -13,7 +13,7 @@ from worldmodel.cli import main
 from worldmodel.errors import WorldModelError
 from worldmodel.worlds.eight.agents import (AlwaysGoOn, LastLoopCaller, RandomCaller, TrueCaller, play, summarize,
                                             win_probability)
-from worldmodel.worlds.eight.probe import PROBE_METRICS, ProbeSettings, probe
+from worldmodel.worlds.eight.probe import PROBE_METRICS, ProbeSettings, probe_in_words
 from worldmodel.worlds.eight.prompts import parse_reply, parse_reply_lenient, read_prompt
 from worldmodel.worlds.eight.sampler import EightSampler, InsaneClimbSampler
 from worldmodel.worlds.eight.server import EightServer, slot_seed
@@ -140,11 +140,11 @@ def test_the_probe_in_words():
     for diff in ("hard", "insane"):
         w = world("hallway-eight", diff)
         sampler = InsaneClimbSampler(w, 40) if diff == "insane" else EightSampler(w, 1, 40, climb_only=True)
-        true = probe(TrueCaller(arc(), diff), w, sampler, s).summary()["metrics"]
+        true = probe_in_words(TrueCaller(arc(), diff), w, sampler, s).summary()["metrics"]
         assert all(true[m]["mean"] == 1.0 and true[m]["n"] > 0 for m in PROBE_METRICS), true
-        go = probe(AlwaysGoOn(), w, sampler, s).summary()["metrics"]
+        go = probe_in_words(AlwaysGoOn(), w, sampler, s).summary()["metrics"]
         assert go["compression_precision"]["mean"] == 1.0 and go["distinction_recall"]["mean"] == 0.0
-        last = probe(LastLoopCaller(arc()), w, sampler, s).summary()["metrics"]
+        last = probe_in_words(LastLoopCaller(arc()), w, sampler, s).summary()["metrics"]
         assert last["compression_precision"]["mean"] < 1.0
 
 
@@ -217,6 +217,19 @@ def test_evaluate_true_scores_one_and_detours(task_file, tmp_path):
                  str(tmp_path / "d"), "--out", str(tmp_path / "det.json"), "--no-progress"]) == 0
     det = json.loads((tmp_path / "det.json").read_text())
     assert all(r["share"] == 1.0 for r in det["results"])
+
+
+def test_data_train_evaluate_in_seconds(task_file, tmp_path):
+    """The whole path on a tiny GPT-2: data, training, every metric including the probe (level, changed so far)."""
+    d, ck, out = tmp_path / "d", tmp_path / "ck", tmp_path / "ev.json"
+    assert main(["train", str(task_file), "--out", str(ck), "--dataset", "uniform", "--steps", "20", "--data-dir",
+                 str(d), "--no-progress"]) == 0
+    assert main(["evaluate", str(task_file), "--checkpoint", str(ck), "--trials", "6", "--out", str(out),
+                 "--data-dir", str(d), "--no-progress"]) == 0
+    metrics = json.loads(out.read_text())["metrics"]
+    assert set(metrics) >= {"compression_precision", "distinction_precision", "distinction_recall", "next_token",
+                            "probe"}
+    assert all(0 <= m["mean"] <= 1 for m in metrics.values() if m.get("n"))
 
 
 @pytest.mark.parametrize("argv,match", [

@@ -174,7 +174,7 @@ def cmd_probe(args) -> int:
     from worldmodel.results import write_json_atomic
 
     from .agents import make_responder
-    from .probe import ProbeSettings, probe, probe_table
+    from .probe import ProbeSettings, probe_in_words, probe_table
 
     task = load_domain_task(args.task, "eight", COMMANDS)
     settings = ProbeSettings(states=args.states, samples=args.samples, register=args.register, seed=args.seed)
@@ -188,7 +188,7 @@ def cmd_probe(args) -> int:
     cache = ResponseCache(args.cache or out / "cache.jsonl")
     backend = CachedBackend(responder, cache, progress=not args.no_progress)
     try:
-        report = probe(backend, world, task.domain.sampler_for_words(), settings)
+        report = probe_in_words(backend, world, task.domain.sampler_for_words(), settings)
     finally:
         backend.close()
     out.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...datasets import resolve_path
 from ...errors import WorldModelError
-from ...tasks import Domain
+from ...api import Domain
 from .arcs import ARC_IDS, Arc, load_arc
 from .data import DATASETS, JudgeModel, generate
 from .rules import DIFFICULTIES, EXPOSED, REGISTERS

@@ -308,7 +308,7 @@ def _score(m: str, t: dict, rs: list[str]) -> int:
     return sum((a is None) + (b is None) for a, b in pairs)
 
 
-def probe(backend: Backend, world, words_sampler, settings: ProbeSettings | None = None) -> ProbeReport:
+def probe_in_words(backend: Backend, world, words_sampler, settings: ProbeSettings | None = None) -> ProbeReport:
     """The probe in words against ``backend``."""
     s = settings or ProbeSettings()
     s.check()
