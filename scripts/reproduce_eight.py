@@ -268,7 +268,7 @@ def metrics_part(args, work: Path, out: Path) -> dict:
         for seed in range(args.seeds):
             t = time.time()
             ck, info = _checkpoint(task, work / f"gpt2-{ds}-seed{seed}", ds, seed, args.steps, data_dir)
-            seconds[f"train {ds} seed {seed}"] = time.time() - t
+            seconds[f"train {ds} seed {seed} (training.json)"] = float(info.get("seconds") or 0.0)
             train_info[f"{ds}/{seed}"] = {k: info.get(k) for k in ("n_params", "steps", "final_val_loss", "seconds")}
             model = build_model(task, str(ck))
             t = time.time()
@@ -319,7 +319,8 @@ def metrics_part(args, work: Path, out: Path) -> dict:
     for label, runs in detours.items():
         shares = [sum(run[i]["share"] for run in runs) / len(runs) for i in range(len(PS))]
         lines.append(f"| {label} | " + " | ".join(f"{s:.2f}" for s in shares) + " |")
-    lines += ["", "Times (wall, shared 2-core machine): " + ", ".join(f"{k} {v / 60:.1f} min"
+    lines += ["", "Times (wall, shared 2-core machine at load 15-20; training as its training.json records it, "
+              "evaluations and detours of this run, which reuses finished checkpoints and trial logs): " + ", ".join(f"{k} {v / 60:.1f} min"
                                                                        for k, v in seconds.items()) + "."]
     (out / "metrics.md").write_text("\n".join(lines) + "\n")
     (out / "metrics.json").write_text(json.dumps({"command": _command(), "rows": rows, "training": train_info,
