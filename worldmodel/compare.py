@@ -200,21 +200,22 @@ def _empty_world(tokens) -> ExplicitDFA:
 
 def compare(reference: str | Path, candidate: str | Path, spec: SimulatorSpec | None = None,
             candidate_spec: SimulatorSpec | None = None, max_states: int = 20000, max_depth: int | None = None,
-            per_verb: int | None = None, settings: Settings | None = None, trials: int = 100,
-            prefix_len: int = 8, walks: int = 300, limits: Limits | None = None, unsafe: bool = False,
+            per_verb: int | None = None, settings: Settings | None = None, trials: int = 100, M: int = 30,
+            sample_len: int = 10, boundary_len: int = 5, prefix_len: int = 8, walks: int = 300, limits: Limits | None = None, unsafe: bool = False,
             cache: str | Path | None = None, progress: bool = False, max_pairs: int = 200000) -> Comparison:
     """Score the simulator in ``candidate`` against the one in ``reference`` (see the module docstring).
 
-    ``settings`` default: ε = 0 (exact acceptance of the uniform candidate), M = 30, a sampled
-    true boundary of continuations up to 5 actions (the branching of text games makes the
-    exact one too large), ``trials`` prefix pairs per metric, prefixes of up to ``prefix_len``
-    actions. A reference that cannot be loaded stops with :class:`WorldModelError`; a
+    ``settings`` default: ε = 0 (exact acceptance of the uniform candidate), ``M`` continuations
+    of up to ``sample_len`` actions sampled per prefix, a true boundary sampled from ``M`` random
+    continuations of up to ``boundary_len`` actions (the branching of text games makes the exact
+    one too large), ``trials`` prefix pairs per metric (and held-out walks for the next-token
+    test), prefixes of up to ``prefix_len`` actions. A reference that cannot be loaded stops with :class:`WorldModelError`; a
     candidate that cannot be loaded (or crashes) is a world with no valid action, recorded.
     """
     spec = spec or SimulatorSpec()
     candidate_spec = candidate_spec or spec
-    settings = settings or Settings(acceptance=Epsilon(0.0), M=30, trials=trials, boundary="sampled",
-                                    boundary_len=5, max_sample_len=20, k=5)
+    settings = settings or Settings(acceptance=Epsilon(0.0), M=M, trials=trials, boundary="sampled",
+                                    boundary_len=boundary_len, max_sample_len=sample_len, k=boundary_len)
     bounds = {"max_states": max_states, "max_depth": max_depth, "per_verb": per_verb}
     live = []
 
@@ -266,9 +267,9 @@ def _compare(ref: Crawl, cand: Crawl, ref_sim, cand_sim, settings: Settings, pre
         sampler = ExplicitDFASampler(world, min_len=1, max_len=prefix_len)
         states = {"reference_minimal": world.n_states, "candidate_minimal": model_world.n_states}
     else:
-        world = SimulatorWorld(ref, tokens, ref_sim, name="reference", max_states=max_states * 2)
+        world = SimulatorWorld(ref, tokens, ref_sim, name="reference")
         model_world = (_empty_world(tokens) if cand.n_states == 0 else
-                       SimulatorWorld(cand, tokens, cand_sim, name="candidate", max_states=max_states * 2))
+                       SimulatorWorld(cand, tokens, cand_sim, name="candidate"))
         sampler = WalkSampler(world, walks=walks, max_len=prefix_len, seed=settings.seed)
     found = first_disagreement(world, model_world, None if exact else max_pairs)
     if isinstance(found, Disagreement):
@@ -285,5 +286,6 @@ def _compare(ref: Crawl, cand: Crawl, ref_sim, cand_sim, settings: Settings, pre
     metrics["next_token"] = next_token(world, model, seqs, settings, progress=progress)
     return Comparison(ref.summary(), cand.summary(), vocab, exact, found, metrics, diff_json,
                       {"acceptance": settings.acceptance.spec(), "M": settings.M, "trials": settings.trials,
-                       "boundary": settings.boundary, "boundary_len": settings.boundary_len, "k": settings.k,
+                       "boundary": settings.boundary, "boundary_len": settings.boundary_len,
+                       "sample_len": settings.max_sample_len,
                        "prefix_len": prefix_len, "seed": settings.seed, "max_states": max_states}, states)

@@ -244,7 +244,8 @@ class Crawl:
     start; ``parent[i]`` ``(state, token)`` of its first discovery. ``edges[i]`` maps each
     valid token to the next state (``-1`` for the end state after ``#won``/``#lost``) for
     expanded states; ``expanded[i]`` says whether state ``i`` was. ``terminal[i]`` is
-    ``"won"``/``"lost"`` where the game is over. ``errors`` maps ``"i|token"`` to what the code
+    ``"won"``/``"lost"`` where the game is over. A state whose successors the state bound cut
+    short keeps the edges it got and stays unexpanded. ``errors`` maps ``"i|token"`` to what the code
     raised. ``listed`` / ``noop`` count listed actions and those that changed nothing.
     ``actions`` maps tokens to the simulator's action strings.
     """
@@ -457,6 +458,7 @@ class _Explorer:
         new: list[int] = []
         edges: dict[str, int] = {}
         me = out.states[i]
+        truncated = False
         for row in rows:
             a = row["action"]
             tok = action_token(a)
@@ -474,6 +476,7 @@ class _Explorer:
             if j is None:
                 if max_states is not None and len(out.states) >= max_states:
                     out.stop = out.stop or f"state bound ({max_states:,} states)"
+                    truncated = True
                     if "id" in row:
                         self.sim.drop([row["id"]])
                     continue
@@ -486,7 +489,7 @@ class _Explorer:
                     self.node[j] = row["id"]
             edges[tok] = j
         out.edges[i] = edges
-        out.expanded[i] = True
+        out.expanded[i] = not truncated  # a state cut short by the bound is expanded again on demand
         self._release(i)
         return new
 

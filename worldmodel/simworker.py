@@ -308,7 +308,7 @@ class Sim:
 def _error(exc, limit=3):
     frames = traceback.extract_tb(exc.__traceback__)
     me = os.path.abspath(__file__)
-    mine = [f for f in frames if os.path.abspath(f.filename) != me and "/importlib/" not in f.filename][-limit:]
+    mine = [f for f in frames if os.path.abspath(f.filename) != me and not f.filename.startswith("<frozen")][-limit:]
     where = "; ".join("line %d in %s" % (f.lineno, f.name) for f in mine)
     return "%s: %s" % (type(exc).__name__, str(exc)[:300]) + (" (%s)" % where if where else "")
 
