@@ -310,7 +310,7 @@ def test_copy_from_a_mirror_and_a_bad_mirror_file(tmp_path, cache):
 def test_cli_fetch_errors_are_one_line(tmp_path, cache, capsys):
     assert main(["fetch", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["worldmodel: error: unknown data set 'nope' (known: manhattan-paper, wthor, eight)"]
+    assert err == ["worldmodel: error: unknown data set 'nope' (known: manhattan-paper, wthor, eight, bytesized32)"]
     assert main(["fetch", "wthor", "--from", str(tmp_path / "missing"), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("worldmodel: error: mirror folder") and "missing" in err[0]

@@ -11,6 +11,7 @@
     worldmodel import TASK SOURCE [--format FORMAT] [--tokenizer FILE] --out DIR
     worldmodel detours TASK (--checkpoint DIR | --model true) [--kind random,adversarial]
                        [--p 0,0.01,0.1,0.5,0.75] [--trials N] [--dataset NAME] [--seed S] --out FILE
+    worldmodel compare REFERENCE.py CANDIDATE.py [--spec SPEC.toml] [--max-states N] [--out FILE]
 
 ``TASK`` is a name in ``tasks/`` or a path to a TOML file. ``detours`` runs on any
 world whose domain gives a :class:`~worldmodel.detours.DetourPlan` (navigation:
@@ -34,7 +35,7 @@ import importlib
 import sys
 
 from . import registry
-from .commands import core
+from .commands import core, simulators
 from .errors import WorldModelError
 
 
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     core.register(sub)
+    simulators.register(sub)
     for name in registry.command_modules():
         importlib.import_module(name).register(sub)
     return p

@@ -289,3 +289,37 @@ def _compare(ref: Crawl, cand: Crawl, ref_sim, cand_sim, settings: Settings, pre
                        "boundary": settings.boundary, "boundary_len": settings.boundary_len,
                        "sample_len": settings.max_sample_len,
                        "prefix_len": prefix_len, "seed": settings.seed, "max_states": max_states}, states)
+
+
+def comparison_markdown(c: Comparison) -> str:
+    """A short report of a comparison (what ``worldmodel compare`` prints)."""
+    r, k = c.reference, c.candidate
+
+    def who(x):
+        state = "closed" if x["closed"] else f"open ({x['stop'] or 'not crawled'})"
+        fail = f"; failed: {x['failure']}" if x.get("failure") else ""
+        return f"{x['states']:,} states crawled, {state}, {x['tokens']} valid actions, {x['errors']} actions raised{fail}"
+
+    lines = [f"reference: {r['source']}: {who(r)}", f"candidate: {k['source']}: {who(k)}"]
+    if c.states:
+        lines.append(f"minimal automata: reference {c.states['reference_minimal']} states, candidate "
+                     f"{c.states['candidate_minimal']} (with the end state)")
+    v = c.vocabulary
+    lines.append(f"actions: {v['shared']} shared, {len(v['reference_only'])} only in the reference, "
+                 f"{len(v['candidate_only'])} only in the candidate (overlap {v['overlap']:.2f})")
+    d = c.disagreement
+    if d is None:
+        lines.append("no disagreement: every history the one allows, the other allows")
+    elif isinstance(d, str):
+        lines.append("no disagreement found within the search bound")
+    else:
+        hist = " → ".join(d.history) or "(the start)"
+        lines.append(f"first disagreement: after {hist}, `{d.token}` is valid only in the {d.valid_in}")
+    if c.diff:
+        x = c.diff
+        lines.append(f"automaton diff: {x['merged_pairs']} merged pairs of reference states, {x['split_states']} split "
+                     f"states, {x['n_extra']} transitions only the candidate has, {x['n_missing']} only the reference")
+    lines += ["", "| metric | mean | stderr | n |", "|---|---|---|---|"]
+    for name, m in c.metrics.items():
+        lines.append(f"| {name} | {m.mean:.3f} | {m.stderr:.3f} | {m.n} |")
+    return "\n".join(lines)

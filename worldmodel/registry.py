@@ -57,6 +57,8 @@ WORLDS: list[WorldEntry] = [
     WorldEntry("blockdrop", "worldmodel.worlds.blockdrop.domain:BlockDropDomain", "worldmodel.worlds.blockdrop.cli"),
     WorldEntry("eight", "worldmodel.worlds.eight.domain:EightDomain", "worldmodel.worlds.eight.cli",
                "worldmodel.worlds.eight.data_sets:DATA_SETS"),
+    WorldEntry("bytesized32", "worldmodel.worlds.bytesized32.domain:ByteSized32Domain",
+               "worldmodel.worlds.bytesized32.cli", "worldmodel.worlds.bytesized32.data_sets:DATA_SETS"),
 ]
 
 METRICS: list[MetricSpec] = [

@@ -74,7 +74,9 @@ class SimulatorSpec:
     ``exclude``: attributes of the simulator object left out of the fingerprint;
     ``informational``: verbs whose actions are valid though they change nothing;
     ``refresh``: call the action lister before every step (a ``TextGame``'s ``step`` looks
-    actions up in the dict that lister built).
+    actions up in the dict that lister built); ``fingerprint``: ``canonical`` (the default; see
+    :mod:`worldmodel.simworker`) or ``pickle`` (a hash of the pickled object graph, no
+    exclusions: faster, and finer, so it may split a state in two, never merge two).
     """
 
     entry: str = "TextGame"
@@ -88,6 +90,7 @@ class SimulatorSpec:
     exclude: tuple[str, ...] = ("observationStr", "possibleActions", "numSteps")
     informational: tuple[str, ...] = ("look", "inventory", "examine")
     refresh: bool = True
+    fingerprint: str = "canonical"
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "simulator spec") -> "SimulatorSpec":
@@ -96,6 +99,8 @@ class SimulatorSpec:
         if unknown:
             raise WorldModelError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(known)})")
         out = {}
+        if "fingerprint" in data and data["fingerprint"] not in ("canonical", "pickle"):
+            raise WorldModelError(f"{where}: fingerprint must be 'canonical' or 'pickle'")
         for k, v in data.items():
             default = getattr(cls(), k)
             if isinstance(default, tuple):
@@ -146,7 +151,8 @@ class SimulatorSpec:
         """The worker's ``load`` request for the file at ``path`` (as the worker sees it)."""
         return {"op": "load", "path": path, "entry": self.entry, "init": dict(self.init), "seed": self.seed,
                 "actions": self.actions, "step": self.step, "done": self.done, "won": self.won,
-                "observation": self.observation, "exclude": list(self.exclude), "refresh": self.refresh}
+                "observation": self.observation, "exclude": list(self.exclude), "refresh": self.refresh,
+                "fingerprint": self.fingerprint}
 
 
 class SimulatorFailed(WorldModelError):
@@ -205,8 +211,10 @@ class Simulator:
     def actions(self, node: int, inplace: bool = False) -> dict:
         return self.call({"op": "actions", "id": node, "inplace": inplace})
 
-    def children(self, node: int, actions: list[str], store: bool = True, refresh: bool | None = None) -> list[dict]:
-        req = {"op": "children", "id": node, "actions": actions, "store": store}
+    def children(self, node: int, actions: list[str], store: bool = True, refresh: bool | None = None,
+                 dedupe: bool = True, leaf: bool = False) -> list[dict]:
+        """Try each action from a copy of ``node`` (see :mod:`worldmodel.simworker`, ``children``)."""
+        req = {"op": "children", "id": node, "actions": actions, "store": store, "dedupe": dedupe, "leaf": leaf}
         if refresh is not None:
             req["refresh"] = bool(refresh)
         reply = self.call(req)
@@ -352,12 +360,14 @@ def file_sha256(path: str | Path) -> str:
 
 def crawl(path: str | Path, spec: SimulatorSpec | None = None, max_states: int = 20000,
           max_depth: int | None = None, per_verb: int | None = None, limits: Limits | None = None,
-          unsafe: bool = False, progress: bool = False, keep_open: bool = False):
+          unsafe: bool = False, progress: bool = False, keep_open: bool = False, budget_s: float | None = None):
     """Crawl the simulator in ``path`` breadth first (see the module docstring).
 
     ``max_states``: stop once this many states are known; ``max_depth``: do not expand
     states this far from the start; ``per_verb``: try at most this many actions of each
-    verb per state (a seeded sample; the crawl is then not closed). A failure to load, a
+    verb per state (a seeded sample; the crawl is then not closed); ``budget_s``: stop after this
+    many seconds of wall clock (not closed either; the same bound gives different crawls on
+    machines of different speed, so it is a guard, not a bound to cache). A failure to load, a
     hang or a crash is recorded in :attr:`Crawl.failure` (the crawl so far is kept).
     With ``keep_open`` returns ``(crawl, simulator)`` with the process still running
     (the caller closes it), for :class:`SimulatorWorld` to go on from.
@@ -379,7 +389,7 @@ def crawl(path: str | Path, spec: SimulatorSpec | None = None, max_states: int =
 
         bar = tqdm(desc=f"crawl {path.name}", unit="state", leave=False)
     try:
-        explorer.run(max_states, max_depth, bar)
+        explorer.run(max_states, max_depth, bar, budget_s)
     finally:
         if bar is not None:
             bar.close()
@@ -500,11 +510,17 @@ class _Explorer:
         elif n is not None:
             self.node[0] = n  # the root stays: replays start from it
 
-    def run(self, max_states: int, max_depth: int | None, bar=None) -> None:
+    def run(self, max_states: int, max_depth: int | None, bar=None, budget_s: float | None = None) -> None:
+        import time
+
         out = self.out
         queue = deque(i for i in range(out.n_states) if not out.expanded[i])
+        deadline = None if budget_s is None else time.monotonic() + budget_s
         try:
             while queue:
+                if deadline is not None and time.monotonic() > deadline:
+                    out.stop = out.stop or f"time bound ({budget_s:g} s)"
+                    break
                 i = queue.popleft()
                 if max_depth is not None and out.depth[i] >= max_depth and str(i) not in out.terminal:
                     out.stop = out.stop or f"depth bound ({max_depth})"
@@ -554,6 +570,8 @@ def cached_crawl(path: str | Path, spec: SimulatorSpec | None = None, cache: str
         except (ValueError, WorldModelError):
             pass  # a damaged cache entry is redone
     result = crawl(path, spec, **bounds)
+    if result.stop.startswith("time bound") or result.failure:
+        return result  # a machine-speed or failure outcome is not a property of the simulator: not cached
     folder.mkdir(parents=True, exist_ok=True)
     tmp = file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result.to_json()))

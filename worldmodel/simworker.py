@@ -15,14 +15,16 @@ so that any number of actions can be tried from it. Requests:
 ``load {path, entry, init, seed, actions, step, done, won, observation, exclude, refresh}``
     import the file, build ``entry(**init)`` with ``random.seed(seed)``; node 0 is the result.
 ``has {names}``            which of ``names`` the entry class defines (for validity checks).
-``call {id, method}``      call a zero-argument method on a copy of a node; its value's repr.
+``call {id, methods}``     call zero-argument methods in turn on one copy of a node; their
+                           values' reprs, or the first that raised.
 ``actions {id, inplace}``  the action list of a node (``inplace``: on the node itself, which
                            a TextGame's ``step`` then reads; otherwise on a copy).
-``children {id, actions, store, refresh}`` try each action from a copy of node ``id`` (calling the
-                           action lister first if ``refresh``, default the spec's); per action the
-                           child's fingerprint, done / won, observation (first 400 characters),
-                           and a new node id when ``store`` and the fingerprint is new to this
-                           worker; or the error the code raised.
+``children {id, actions, store, refresh, dedupe, leaf}`` try each action from a copy of node
+                           ``id`` (calling the action lister first if ``refresh``, default the spec's);
+                           per action the child's fingerprint, done / won, observation (first 400
+                           characters), and a new node id when ``store`` and the fingerprint is new
+                           to this worker (any fingerprint without ``dedupe``); or the error the
+                           code raised. ``leaf``: only the error or done / won (no fingerprint).
 ``replay {path}``          a node rebuilt from node 0 by stepping ``path`` (a list of actions).
 ``fingerprint {id}``, ``drop {ids}``, ``stats``.
 
@@ -217,6 +219,7 @@ class Sim:
         self.obs_name = req.get("observation", "observationStr")
         self.exclude = tuple(req.get("exclude", ()))
         self.refresh = bool(req.get("refresh", True))
+        self.fp_mode = req.get("fingerprint", "canonical")
         self.nodes = {}          # id -> (object, global random state)
         self.seen = set()        # fingerprints this worker has stored a node for
         self.next_id = 0
@@ -239,12 +242,12 @@ class Sim:
         self.root = self.store(obj, random.getstate())
 
     # -- nodes ------------------------------------------------------------
-    def store(self, obj, gstate):
+    def store(self, obj, gstate, snap=None):
         """Keep a snapshot of ``obj``: pickled bytes where the object pickles (fast to copy,
         compact), else the object itself (copied with ``copy.deepcopy``)."""
         i = self.next_id
         self.next_id += 1
-        self.nodes[i] = (self.snapshot(obj), gstate)
+        self.nodes[i] = (snap if snap is not None else self.snapshot(obj), gstate)
         return i
 
     def snapshot(self, obj):
@@ -293,7 +296,15 @@ class Sim:
                 return "<observation raised %s>" % type(exc).__name__
         return "" if v is None else str(v)[:400]
 
-    def fp(self, obj, gstate):
+    def fp(self, obj, gstate, snap=None):
+        """The state's name. ``canonical`` (default): :func:`fingerprint`. ``pickle``: SHA-256 of the
+        pickled object graph (no exclusions; finer than canonical, as dict insertion order counts,
+        so two histories may get two names for one state, never one name for two states)."""
+        if self.fp_mode == "pickle":
+            if snap is None:
+                snap = self.snapshot(obj)
+            if isinstance(snap, bytes):
+                return hashlib.sha256(snap + _rng_text(gstate).encode()).hexdigest()[:32]
         return fingerprint(obj, self.exclude, gstate)
 
     def step_from(self, i, action, refresh):
@@ -346,13 +357,16 @@ def handle(sim_box, req, out):
         obj, gstate = sim.copy(req["id"])
         return {"ok": True, "fp": sim.fp(obj, gstate)}
     if op == "call":
-        try:
-            obj, gstate = sim.copy(req["id"])
-            random.setstate(gstate)
-            v = getattr(obj, req["method"])()
-            return {"ok": True, "value": repr(v)[:400]}
-        except BaseException as exc:  # noqa: BLE001
-            return {"ok": False, "error": _error(exc)}
+        # zero-argument methods called in turn on one copy of the node; stops at the first that raises
+        obj, gstate = sim.copy(req["id"])
+        random.setstate(gstate)
+        values = []
+        for m in req["methods"]:
+            try:
+                values.append(repr(getattr(obj, m)())[:400])
+            except BaseException as exc:  # noqa: BLE001
+                return {"ok": False, "method": m, "error": _error(exc), "values": values}
+        return {"ok": True, "values": values}
     if op == "actions":
         try:
             if req.get("inplace"):
@@ -369,6 +383,8 @@ def handle(sim_box, req, out):
     if op == "children":
         i = req["id"]
         store = bool(req.get("store", True))
+        dedupe = bool(req.get("dedupe", True))
+        leaf = bool(req.get("leaf", False))
         refresh = bool(req.get("refresh", sim.refresh))
         rows = []
         for a in req["actions"]:
@@ -378,15 +394,20 @@ def handle(sim_box, req, out):
                 rows.append({"action": a, "error": _error(exc)})
                 continue
             try:
-                f = sim.fp(obj, gstate)
+                if leaf:  # only whether the step raised and how the game stands
+                    rows.append({"action": a, "done": sim.flag(obj, sim.done_name),
+                                 "won": sim.flag(obj, sim.won_name)})
+                    continue
+                snap = sim.snapshot(obj) if sim.fp_mode == "pickle" else None
+                f = sim.fp(obj, gstate, snap)
                 row = {"action": a, "fp": f, "done": sim.flag(obj, sim.done_name),
                        "won": sim.flag(obj, sim.won_name), "observation": sim.observation(obj)}
             except BaseException as exc:  # noqa: BLE001 - a property of the code under test raised
-                rows.append({"action": a, "error": _error(exc)})
+                rows.append({"action": a, "error": _error(exc), "flag_error": True})
                 continue
-            if store and f not in sim.seen:
+            if store and (not dedupe or f not in sim.seen):
                 sim.seen.add(f)
-                row["id"] = sim.store(obj, gstate)
+                row["id"] = sim.store(obj, gstate, snap)
             rows.append(row)
         return {"ok": True, "children": rows}
     if op == "replay":
