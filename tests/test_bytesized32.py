@@ -265,3 +265,25 @@ def test_answer_parsing():
         [True, False, None]
     assert "Independent" not in compliance_prompt("s", "c", "action", "open door")
     assert '"idx": 0' in alignment_prompt("t", [[("a", "o")]])
+
+
+def test_dead_attributes_are_found_conservatively():
+    from worldmodel.worlds.bytesized32.validity import dead_attributes
+
+    src = BOX.read_text()
+    assert dead_attributes(src) == {"observationStr": "", "numSteps": 0}
+    reads = src.replace('        self.observationStr = ""\n        if actionStr', '        if self.observationStr == "x":\n'
+                        '            self.score = 7\n        if actionStr')
+    assert "observationStr" not in dead_attributes(reads)
+    assert dead_attributes(src + "\nx = getattr(TextGame, 'a', None)\n") == {}
+    assert dead_attributes(src.replace("self.numSteps += 1", "self.numSteps += 1\n        self.score = self.numSteps")) \
+        == {"observationStr": ""}
+
+
+def test_blanking_dead_attributes_changes_no_verdict(tmp_path):
+    # a game whose step reads the last observation: it must not be blanked, and the crash it causes is found
+    body = "if self.observationStr == 'b':\n            raise ValueError('read the old message')\n" \
+           "        self.observationStr = action"
+    v = check_validity(game(tmp_path, body, init="self.observationStr = ''"), limits=LIMITS)
+    assert v.blanked == ["numSteps"] or "observationStr" not in v.blanked
+    assert not v.runnable and "read the old message" in v.error_msg

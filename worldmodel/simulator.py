@@ -212,9 +212,10 @@ class Simulator:
         return self.call({"op": "actions", "id": node, "inplace": inplace})
 
     def children(self, node: int, actions: list[str], store: bool = True, refresh: bool | None = None,
-                 dedupe: bool = True, leaf: bool = False) -> list[dict]:
+                 dedupe: bool = True, leaf: bool = False, blank: dict | None = None) -> list[dict]:
         """Try each action from a copy of ``node`` (see :mod:`worldmodel.simworker`, ``children``)."""
-        req = {"op": "children", "id": node, "actions": actions, "store": store, "dedupe": dedupe, "leaf": leaf}
+        req = {"op": "children", "id": node, "actions": actions, "store": store, "dedupe": dedupe, "leaf": leaf,
+               "blank": dict(blank or {})}
         if refresh is not None:
             req["refresh"] = bool(refresh)
         reply = self.call(req)

@@ -25,6 +25,8 @@ so that any number of actions can be tried from it. Requests:
                            characters), and a new node id when ``store`` and the fingerprint is new
                            to this worker (any fingerprint without ``dedupe``); or the error the
                            code raised. ``leaf``: only the error or done / won (no fingerprint).
+                           ``blank {name: value}``: set these attributes of the child before naming
+                           and keeping it (ones the caller has shown nothing reads).
 ``replay {path}``          a node rebuilt from node 0 by stepping ``path`` (a list of actions).
 ``fingerprint {id}``, ``drop {ids}``, ``stats``.
 
@@ -385,6 +387,7 @@ def handle(sim_box, req, out):
         store = bool(req.get("store", True))
         dedupe = bool(req.get("dedupe", True))
         leaf = bool(req.get("leaf", False))
+        blank = dict(req.get("blank", {}))
         refresh = bool(req.get("refresh", sim.refresh))
         rows = []
         for a in req["actions"]:
@@ -398,6 +401,9 @@ def handle(sim_box, req, out):
                     rows.append({"action": a, "done": sim.flag(obj, sim.done_name),
                                  "won": sim.flag(obj, sim.won_name)})
                     continue
+                for name, value in blank.items():  # attributes the caller proved dead: one value for all
+                    if name in getattr(obj, "__dict__", {}):
+                        setattr(obj, name, value)
                 snap = sim.snapshot(obj) if sim.fp_mode == "pickle" else None
                 f = sim.fp(obj, gstate, snap)
                 row = {"action": a, "fp": f, "done": sim.flag(obj, sim.done_name),

@@ -16,8 +16,10 @@ the game is *runnable* when the crawl ends without one (within 15 minutes there)
 Here the same crawl runs inside the sandbox, on snapshots instead of replays (a snapshot of
 the state after a sequence stands for the fresh game that replays it, stale action dict
 included), in the same depth-first order (last sampled action first), and with a memo: two
-sequences of one length that reach the same state (the full object graph, observation text,
-step counter and action dict included) have the same crawl below them, which is run once.
+sequences of one length that reach the same state (the full object graph and the action dict)
+have the same crawl below them, which is run once. The observation text and the step counter
+are part of that state unless the game's source shows that nothing reads them
+(:func:`dead_attributes`); then they are blanked in every state, which changes no later step.
 States are named by a hash of the pickled object graph (exact: equal hashes are equal states;
 two equal states may get two names, which only costs a memo hit). The table columns of the paper (Table 2) are ``TextGame`` ("game initialisation"),
 ``generatePossibleActions`` ("valid actions") and ``runnable`` ("runnable game").
@@ -25,6 +27,7 @@ two equal states may get two names, which only costs a memo hit). The table colu
 
 from __future__ import annotations
 
+import ast
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -56,6 +59,7 @@ class Validity:
     steps: int = 0               # steps actually executed here (the memo saves the rest)
     seconds: float = 0.0
     timed_out: bool = False
+    blanked: list = field(default_factory=list)  # dead attributes left out of the memo's states
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -73,6 +77,57 @@ def sample_actions(actions: list[str], max_num_actions: int, seed: int) -> list[
             acts = random.Random(seed).sample(acts, max_num_actions)
         out += acts
     return out
+
+
+DYNAMIC = ("getattr", "setattr", "vars", "eval", "exec", "__dict__", "__getattribute__", "globals", "locals")
+
+
+def dead_attributes(source: str, names=("observationStr", "numSteps")) -> dict:
+    """Attributes among ``names`` whose value nothing in the game reads, by a conservative reading of
+    its source (parsed, never run): ``{name: value}`` to blank them with.
+
+    An attribute counts as dead when every ``.name`` in the file is a store, the target of an
+    augmented assignment (``self.numSteps += 1``: the counter feeds only itself), an element of a
+    ``return`` in a method called ``step`` (the value goes to the caller, which the crawl ignores),
+    or inside the module-level ``main()`` (never run); and the file names it nowhere as a string and
+    uses no dynamic attribute access (``getattr``, ``vars``, ``__dict__``, ``eval`` ...). Blanking a
+    dead attribute cannot change what any later step does, so two states that differ only there
+    share their crawl.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in DYNAMIC:
+            return {}
+        if isinstance(node, ast.Attribute) and node.attr in DYNAMIC:
+            return {}
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+            return {}
+    allowed: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef) and fn.name == "main" and fn in tree.body:
+            allowed.update(id(n) for n in ast.walk(fn))
+        if isinstance(fn, ast.FunctionDef) and fn.name == "step":
+            for r in ast.walk(fn):
+                if isinstance(r, ast.Return) and r.value is not None:
+                    elts = r.value.elts if isinstance(r.value, ast.Tuple) else [r.value]
+                    allowed.update(id(e) for e in elts if isinstance(e, ast.Attribute))
+        if isinstance(fn, ast.AugAssign) and isinstance(fn.target, ast.Attribute):
+            allowed.add(id(fn.target))
+    dead = {}
+    for name in names:
+        ok = True
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == name:
+                if isinstance(node.ctx, ast.Store) or id(node) in allowed:
+                    continue
+                ok = False
+                break
+        if ok:
+            dead[name] = "" if name == "observationStr" else 0
+    return dead
 
 
 class _Stop(Exception):
@@ -121,13 +176,15 @@ def check_validity(path: str | Path, seed: int = 0, max_steps: int = 3, max_num_
             return v
         memo: dict[tuple[str, int], bool] = {}
         deadline = t0 + budget_s
+        blank = dead_attributes(Path(path).read_text(errors="replace"))
+        v.blanked = sorted(blank)
 
         def expand(node: int, actions: list[str], depth: int) -> None:
             """Step each action from ``node`` (children at ``depth``), then recurse, last action first."""
             if time.monotonic() > deadline:
                 raise _Stop("timeout", f"crawl exceeded {budget_s:g} s")
             leaf = depth >= max_steps
-            rows = sim.children(node, actions, store=not leaf, refresh=False, dedupe=False, leaf=leaf)
+            rows = sim.children(node, actions, store=not leaf, refresh=False, dedupe=False, leaf=leaf, blank=blank)
             v.steps += len(rows)
             ids = [row.get("id") for row in rows]
             try:
