@@ -287,3 +287,33 @@ def test_blanking_dead_attributes_changes_no_verdict(tmp_path):
     v = check_validity(game(tmp_path, body, init="self.observationStr = ''"), limits=LIMITS)
     assert v.blanked == ["numSteps"] or "observationStr" not in v.blanked
     assert not v.runnable and "read the old message" in v.error_msg
+
+
+# -- a game as a task world --------------------------------------------------------------------------------
+
+
+def test_a_closed_game_is_a_task_world(tmp_path, monkeypatch):
+    from worldmodel.evaluator import build_model, evaluate, settings_for
+    from worldmodel.simulator import WON
+    from worldmodel.tasks import load_task
+
+    monkeypatch.setenv("WORLDMODEL_CACHE", str(tmp_path / "cache"))
+    toml = tmp_path / "tasks" / "box.toml"
+    toml.parent.mkdir()
+    toml.write_text(f'name = "box"\ndomain = "bytesized32"\nseed = 0\n[world]\ngame = "{BOX}"\n'
+                    '[data]\nn_train = 20\nn_val = 5\nn_test = 20\nmin_len = 4\nmax_len = 12\n'
+                    '[sampler]\nmax_prefix = 6\n[evaluate]\nM = 10\nk = 3\ntrials = 12\nmax_sample_len = 12\n')
+    task = load_task(toml)
+    world = task.domain.world
+    assert world.n_states == 21 and WON in world.tokens and world.stop_tokens
+    splits = task.domain.generate("default")
+    assert len(splits["train"]) == 20 and all(len(s) >= 1 for s in splits["train"])
+    model = build_model(task, None, "true")
+    summary = evaluate(task, model, ["compression", "distinction", "next-token"], settings_for(task),
+                       data_dir=tmp_path / "data")
+    assert {k: v["mean"] for k, v in summary["metrics"].items()} == {
+        "compression_precision": 1.0, "distinction_precision": 1.0, "distinction_recall": 1.0, "next_token": 1.0}
+    # a game whose crawl does not close is refused as a task world
+    toml.write_text(toml.read_text().replace("[world]\n", "[world]\nmax_states = 5\n"))
+    with pytest.raises(Exception, match="did not close"):
+        _ = load_task(toml).domain.world
