@@ -213,6 +213,43 @@ def stage_labels(root: Path, out: Path) -> None:
     write_if_changed(out / "labels.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
 
 
+def stage_compare(root: Path, out: Path, max_states: int, budget_s: float, limits: Limits) -> None:
+    """Simulators compared as worlds: the reference pair from one specification, and GPT-4's games
+    before against after reflection (where reflection changed the file and both initialise)."""
+    from tqdm.auto import tqdm
+
+    from worldmodel.compare import compare
+    from worldmodel.datasets import cache_dir
+
+    log = out / "compare.jsonl"
+    done = read_jsonl(log)
+    programs = root / "data" / "programs"
+    pairs = [("reference", programs / "dishwasher.py", programs / "dishwasher-reductionattempt1.py")]
+    validity = read_jsonl(out / "validity.jsonl")
+    for game, versions in sorted(corpus.revised_games(root).items()):
+        first, last = versions[0], versions[max(versions)]
+        if first == last:
+            continue
+        a, b = validity.get(first.name), validity.get(last.name)
+        if a and b and a["TextGame"] and b["TextGame"]:
+            pairs.append((game, first, last))
+    for kind, ref, cand in tqdm([p for p in pairs if f"{p[1].name}|{p[2].name}" not in done], desc="compare"):
+        c = compare(ref, cand, max_states=max_states, budget_s=budget_s, limits=limits, trials=100, M=30,
+                    cache=cache_dir() / "simulators", open_metrics=False, max_pairs=2000)
+        j = c.to_json()
+        rec = {"file": f"{ref.name}|{cand.name}", "kind": kind, "reference": ref.name, "candidate": cand.name,
+               "exact": j["exact"], "disagreement": j["disagreement"], "vocabulary": {
+                   "shared": j["vocabulary"]["shared"], "reference_only": len(j["vocabulary"]["reference_only"]),
+                   "candidate_only": len(j["vocabulary"]["candidate_only"]), "overlap": j["vocabulary"]["overlap"]},
+               "metrics": j["metrics"], "states": j["states"], "diff": j["diff"] and {
+                   k: j["diff"][k] for k in ("equivalent", "merged_pairs", "split_states", "n_extra", "n_missing")},
+               "ref_crawl": {k: j["reference"][k] for k in ("states", "closed", "stop", "tokens", "errors")},
+               "cand_crawl": {k: j["candidate"][k] for k in ("states", "closed", "stop", "tokens", "errors",
+                                                             "failure")}}
+        append_jsonl(log, rec)
+        done[rec["file"]] = rec
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=None, help="the corpus folder (default: shared:bytesized32)")
@@ -220,6 +257,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=900.0, help="wall clock per validity crawl (the paper: 15 min)")
     ap.add_argument("--max-states", type=int, default=5000, help="closure: states per reference game (5,000)")
     ap.add_argument("--closure-budget-s", type=float, default=600.0, help="closure: wall clock per game (600 s)")
+    ap.add_argument("--compare-states", type=int, default=1000, help="compare: states per crawl (1,000)")
+    ap.add_argument("--compare-budget-s", type=float, default=30.0, help="compare: wall clock per crawl (30 s)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bytesized32"))
     args = ap.parse_args(argv)
     check_sandbox()
@@ -235,6 +274,8 @@ def main(argv=None) -> int:
         stage_validity(root, out, args.budget_s, limits)
     if "labels" in stages:
         stage_labels(root, out)
+    if "compare" in stages:
+        stage_compare(root, out, args.compare_states, args.compare_budget_s, limits)
     print(f"done in {time.time() - t0:.0f} s; results in {out}")
     return 0
 

@@ -557,7 +557,7 @@ def cached_crawl(path: str | Path, spec: SimulatorSpec | None = None, cache: str
     """:func:`crawl`, cached as JSON in ``cache`` (a folder; None: no cache) under a key of the
     file's SHA-256, the spec, the bounds and the worker's own code."""
     spec = spec or SimulatorSpec()
-    keyed = {k: bounds.get(k) for k in ("max_states", "max_depth", "per_verb")}
+    keyed = {k: bounds.get(k) for k in ("max_states", "max_depth", "per_verb")}  # budget_s: not a property
     keyed["max_states"] = bounds.get("max_states", 20000)
     if cache is None:
         return crawl(path, spec, **bounds)
