@@ -1,6 +1,6 @@
 """Reproduce ByteSized32's own metrics offline and score its games as world models.
 
-    python scripts/reproduce_bytesized32.py [--corpus DIR] [--stages validity,closure,labels,compare,gpt2]
+    python scripts/reproduce_bytesized32.py [--corpus DIR] [--stages validity,closure,labels,compare,tables]
         [--budget-s 900] [--max-states 5000] [--out results/bytesized32]
 
 Stages (each writes under ``--out``; the per-game records are JSON lines, resumed when rerun):
@@ -14,8 +14,10 @@ Stages (each writes under ``--out``; the per-game records are JSON lines, resume
   Cohen's kappa; the shares the paper reports) and crawl winnability beside the human labels;
 * ``compare``: reference games compared with each other where two share a specification,
   and GPT-4's games before and after reflection (``compare.jsonl``, in ``worlds.md``);
-* ``gpt2``: a small GPT-2 trained on random playthroughs of reference games that close, scored
-  like any other world (in ``worlds.md``).
+* ``tables``: ``worlds.md``, the per-game table from the records above (and the GPT-2 rows, from
+  ``python scripts/reproduce_toy.py --task bytesized32-clean-energy --seeds 2 --out
+  results/bytesized32/gpt2-clean-energy``: a small GPT-2 trained on random playthroughs of a
+  reference game whose crawl closes, scored like any other world).
 
 Untrusted game code runs only in the sandbox (bubblewrap + seccomp); without it the script stops.
 """
@@ -250,10 +252,84 @@ def stage_compare(root: Path, out: Path, max_states: int, budget_s: float, limit
         done[rec["file"]] = rec
 
 
+def _m(rec: dict, key: str) -> str:
+    m = (rec.get("metrics") or {}).get(key)
+    return "–" if not m or m.get("n", 0) == 0 else f"{m['mean']:.2f}"
+
+
+def _disagreement(d) -> str:
+    if d is None:
+        return "none (they agree)"
+    if isinstance(d, str):
+        return "none found within the search bound"
+    hist = " → ".join(d["history"]) or "start"
+    return f"`{d['token']}` after {hist} (valid only in the {d['valid_in']})"
+
+
+def stage_tables(root: Path, out: Path) -> None:
+    """``worlds.md``: the per-game world-model table from the other stages' records."""
+    validity = read_jsonl(out / "validity.jsonl")
+    closure = read_jsonl(out / "closure.jsonl")
+    compared = read_jsonl(out / "compare.jsonl")
+    labels = {x["file"]: x for x in corpus.compliance_labels(root)}
+    lines = ["# ByteSized32 games as world models", "",
+             "Command: `python scripts/reproduce_bytesized32.py` (stages closure, compare, then tables); the GPT-2 rows "
+             "by `python scripts/reproduce_toy.py --task bytesized32-clean-energy --seeds 2 --out "
+             "results/bytesized32/gpt2-clean-energy`.", "",
+             "## Reference games (the 32 of the corpus and one variant)", "",
+             "Each crawled as a World (see `closure.md`): states, and where the crawl closed the Myhill-Nerode "
+             "minimal automaton and exact winnability within it. The corpus has no second implementation of any "
+             "reference game's specification except `dishwasher-reductionattempt1`, compared with `dishwasher` "
+             "below; GPT-4's games implement the 16 *test* specifications, which have no reference game.", "",
+             "| game | closed | states | minimal | winnable (crawl) |", "|---|---|---|---|---|"]
+    for name, r in sorted(closure.items()):
+        win = {True: "yes", False: "no", None: "? (open)"}[r["winnable"]]
+        lines.append(f"| {name[:-3]} | {'yes' if r['closed'] else 'no'} | {r['states']:,} | "
+                     f"{r['minimal'] if r['minimal'] is not None else '–'} | {win} |")
+    lines += ["", "## Compared simulators", "",
+              "The candidate scored as a model of the reference (its true world model, uniform over its valid "
+              "actions): compression precision, distinction precision / recall over the reference's states "
+              "(computed where both crawls closed), the first history on which they disagree, and the vocabulary "
+              "overlap. GPT-4's games: the game before reflection (reference) against its last reflection "
+              "(candidate), where reflection changed it and both initialise. Crawls bounded as in `compare.jsonl`.", "",
+              "| reference | candidate | exact | states (ref / cand) | Compr. P | Dist. P | Dist. R | vocabulary "
+              "overlap | first counterexample |", "|---|---|---|---|---|---|---|---|---|"]
+    for key, r in sorted(compared.items(), key=lambda kv: (kv[1]["kind"] != "reference", kv[0])):
+        lines.append(f"| {r['reference'][:-3]} | {r['candidate'][:-3]} | {'yes' if r['exact'] else 'no'} | "
+                     f"{r['ref_crawl']['states']:,} / {r['cand_crawl']['states']:,} | {_m(r, 'compression_precision')} "
+                     f"| {_m(r, 'distinction_precision')} | {_m(r, 'distinction_recall')} | "
+                     f"{r['vocabulary']['overlap']:.2f} | {_disagreement(r['disagreement'])} |")
+    lines += ["", "## GPT-4's games (before reflection, as labelled)", "",
+              "Validity at rounds 0 and 3 (I: initialises, A: lists actions, R: runnable), the human winnability "
+              "label, the depth-3 validity crawl's win.", "",
+              "| game | round 0 | round 3 | human: winnable | crawl (depth 3) won |", "|---|---|---|---|---|"]
+    games = corpus.revised_games(root)
+
+    def cell(x):
+        if x is None:
+            return "?"
+        return ("I" if x["TextGame"] else "-") + ("A" if x["generatePossibleActions"] else "-") + \
+            ("R" if x["runnable"] else "-")
+
+    for game, versions in sorted(games.items()):
+        chosen = corpus.table2_versions(versions)
+        v0, v3 = validity.get(chosen[0].name), validity.get(chosen[3].name)
+        lab = labels.get(chosen[0].name)
+        human = "–" if lab is None else ("yes" if lab["Winnability"] else "no")
+        lines.append(f"| {game} | {cell(v0)} | {cell(v3)} | {human} | {'yes' if v0 and v0['winnable'] else 'no'} |")
+    gpt2 = out / "gpt2-clean-energy" / "table.md"
+    if gpt2.is_file():
+        lines += ["", "## A small GPT-2 on random playthroughs of clean-energy", "",
+                  "Trained on 3,000 random playthroughs (uniform over the valid actions) of the closed automaton of "
+                  "`clean-energy.py` (626 minimal states, 19 action tokens), scored like any other world "
+                  "(`gpt2-clean-energy/table.md`):", "", gpt2.read_text().split("\n\n", 2)[-1].strip()]
+    write_if_changed(out / "worlds.md", "\n".join(lines) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=None, help="the corpus folder (default: shared:bytesized32)")
-    ap.add_argument("--stages", default="validity,closure,labels,compare,gpt2")
+    ap.add_argument("--stages", default="validity,closure,labels,compare,tables")
     ap.add_argument("--budget-s", type=float, default=900.0, help="wall clock per validity crawl (the paper: 15 min)")
     ap.add_argument("--max-states", type=int, default=5000, help="closure: states per reference game (5,000)")
     ap.add_argument("--closure-budget-s", type=float, default=600.0, help="closure: wall clock per game (600 s)")
@@ -276,6 +352,8 @@ def main(argv=None) -> int:
         stage_labels(root, out)
     if "compare" in stages:
         stage_compare(root, out, args.compare_states, args.compare_budget_s, limits)
+    if "tables" in stages:
+        stage_tables(root, out)
     print(f"done in {time.time() - t0:.0f} s; results in {out}")
     return 0
 
