@@ -235,3 +235,13 @@ def test_walk_sampler_pairs(box_crawl):
     q = s.distinction_pair(rng)
     assert q.state1 != q.state2 and len(q.prefix1) == len(q.prefix2)
     assert first_disagreement(world, world) is None
+
+
+def test_an_open_comparison_without_metrics_stays_in_the_crawl(tmp_path):
+    cand = broken(tmp_path, '''        if not self.getProperty("isOpen"):
+            return ("The " + self.name + " is closed, so things can't be removed from it.", False)
+''', "", "take_from_closed.py")
+    cmp = compare(BOX, cand, limits=LIMITS, max_states=8, open_metrics=False)
+    assert not cmp.exact and cmp.metrics == {} and cmp.disagreement.token == "take_key"
+    same = compare(BOX, BOX, limits=LIMITS, max_states=8, open_metrics=False)
+    assert same.disagreement == "bound"  # agreement as far as both were crawled, no further claim

@@ -117,7 +117,9 @@ class Disagreement:
 def first_disagreement(ref: World, cand: World, max_pairs: int | None = 200000) -> Disagreement | None | str:
     """Breadth first over the product of two worlds (on their common tokens): the shortest
     history after which one world allows a token the other refuses. ``None`` when they agree
-    everywhere (the product was exhausted); ``"bound"`` when ``max_pairs`` pairs were seen first."""
+    everywhere (the product was exhausted); ``"bound"`` when ``max_pairs`` pairs were seen first,
+    or when the search met a state a world has not expanded (``is_expanded``, a crawl without
+    its simulator) and found nothing before: only expanded pairs are compared."""
     start = (ref.initial_state(), cand.initial_state())
     parent: dict[tuple, tuple | None] = {start: None}
     queue = deque([start])
@@ -129,9 +131,15 @@ def first_disagreement(ref: World, cand: World, max_pairs: int | None = 200000) 
             out.append(t)
         return list(reversed(out))
 
+    frontier = False
+    known_a = getattr(ref, "is_expanded", lambda s: True)
+    known_b = getattr(cand, "is_expanded", lambda s: True)
     while queue:
         pair = queue.popleft()
         a, b = pair
+        if not (known_a(a) and known_b(b)):
+            frontier = True
+            continue
         va, vb = set(ref.valid_tokens(a)), set(cand.valid_tokens(b))
         if va != vb:
             only = sorted(va ^ vb, key=lambda t: (t not in va, t))
@@ -144,7 +152,7 @@ def first_disagreement(ref: World, cand: World, max_pairs: int | None = 200000) 
                     return "bound"
                 parent[nxt] = (pair, t)
                 queue.append(nxt)
-    return None
+    return "bound" if frontier else None
 
 
 @dataclass
@@ -226,8 +234,10 @@ def compare(reference: str | Path, candidate: str | Path, spec: SimulatorSpec | 
     def get(path, sp):
         if cache is not None:
             c = cached_crawl(path, sp, cache, **bounds, limits=limits, unsafe=unsafe, progress=progress)
-            if c.closed or c.failure:
+            if c.closed or c.failure or not open_metrics:
                 return c, None
+        if not open_metrics:
+            return crawl(path, sp, **bounds, limits=limits, unsafe=unsafe, progress=progress), None
         c, sim = crawl(path, sp, **bounds, limits=limits, unsafe=unsafe, progress=progress, keep_open=True)
         if sim is not None:
             if c.closed or c.failure:
@@ -272,10 +282,11 @@ def _compare(ref: Crawl, cand: Crawl, ref_sim, cand_sim, settings: Settings, pre
         sampler = ExplicitDFASampler(world, min_len=1, max_len=prefix_len)
         states = {"reference_minimal": world.n_states, "candidate_minimal": model_world.n_states}
     else:
-        world = SimulatorWorld(ref, tokens, ref_sim, name="reference")
+        live = open_metrics  # without the metrics, compare the crawled parts only (no expansion on demand)
+        world = SimulatorWorld(ref, tokens, ref_sim if live else None, name="reference")
         model_world = (_empty_world(tokens) if cand.n_states == 0 else
-                       SimulatorWorld(cand, tokens, cand_sim, name="candidate"))
-        sampler = WalkSampler(world, walks=walks, max_len=prefix_len, seed=settings.seed)
+                       SimulatorWorld(cand, tokens, cand_sim if live else None, name="candidate"))
+        sampler = WalkSampler(world, walks=walks, max_len=prefix_len, seed=settings.seed) if live else None
     found = first_disagreement(world, model_world, None if exact else max_pairs)
     if isinstance(found, Disagreement):
         found.history = list(found.history)

@@ -640,6 +640,12 @@ class SimulatorWorld(World):
         self.unlisted += len(e) - len(out)
         return sorted(out)
 
+    def is_expanded(self, state: Hashable) -> bool:
+        """Whether the valid tokens of ``state`` are known (always, with a live simulator)."""
+        if state is REJECT or state == -1 or self._explorer is not None:
+            return True
+        return bool(self.crawl.expanded[int(state)])
+
     def state_key(self, state: Hashable) -> str:
         return "end" if state == -1 else str(state)
 
