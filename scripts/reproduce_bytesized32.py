@@ -155,7 +155,8 @@ def write_validity_table(games: dict, done: dict, out: Path) -> None:
     write_if_changed(out / "validity.json", json.dumps({"paper": PAPER_TABLE2, "ours": summary}, indent=1) + "\n")
 
 
-def stage_closure(root: Path, out: Path, max_states: int, budget_s: float, limits: Limits) -> None:
+def stage_closure(root: Path, out: Path, max_states: int, budget_s: float, limits: Limits,
+                  reverse: bool = False) -> None:
     """Each reference game crawled as a World: does it close under the bound, and how many states."""
     from tqdm.auto import tqdm
 
@@ -164,7 +165,10 @@ def stage_closure(root: Path, out: Path, max_states: int, budget_s: float, limit
 
     log = out / "closure.jsonl"
     done = read_jsonl(log)
-    for p in tqdm([p for p in corpus.reference_games(root) if p.name not in done], desc="closure", unit="game"):
+    games = [p for p in corpus.reference_games(root) if p.name not in done]
+    for p in tqdm(games[::-1] if reverse else games, desc="closure", unit="game"):
+        if p.name in read_jsonl(log):  # a second process (--reverse) got there first
+            continue
         t = time.time()
         c = cached_crawl(p, cache=cache_dir() / "simulators", max_states=max_states, budget_s=budget_s,
                          limits=limits)
@@ -173,6 +177,7 @@ def stage_closure(root: Path, out: Path, max_states: int, budget_s: float, limit
         rec["minimal"] = c.dfa().minimise()[0].n_states if c.closed else None
         append_jsonl(log, rec)
         done[p.name] = rec
+    done = read_jsonl(log)
     recs = [done[k] for k in sorted(done)]
     closed = [r for r in recs if r["closed"]]
     lines = ["# ByteSized32 reference games as worlds: does the crawl close?", "",
@@ -230,6 +235,11 @@ def stage_labels(root: Path, out: Path) -> None:
               f"{sum(1 for _, w in pairs if w)} of the {len(pairs)} it has checked; where both exist they agree on "
               f"{sum(bool(h) == bool(w) for h, w in pairs)} (a crawl of depth 3 cannot win a game that needs more "
               "steps, so 'not won' is no evidence of unwinnable)."]
+    won_not_labelled = sorted(x["file"] for x in labels if x["file"] in validity and validity[x["file"]]["winnable"]
+                              and not x["Winnability"])
+    lines += ["", "Labelled not winnable, yet the crawl reached a won state within 3 actions (an answer game whose "
+              "crawl tries every answer, or a win the raters did not count):", ""]
+    lines += [f"- `{f}`" for f in won_not_labelled] or ["- none"]
     summary["winnability"] = {"labelled": len(labels), "human_winnable": sum(x["Winnability"] or 0 for x in labels),
                               "crawl_checked": len(pairs), "crawl_won": sum(1 for _, w in pairs if w)}
     write_if_changed(out / "labels.md", "\n".join(lines) + "\n")
@@ -294,9 +304,8 @@ def stage_tables(root: Path, out: Path) -> None:
     compared = read_jsonl(out / "compare.jsonl")
     labels = {x["file"]: x for x in corpus.compliance_labels(root)}
     lines = ["# ByteSized32 games as world models", "",
-             "Command: `python scripts/reproduce_bytesized32.py` (stages closure, compare, then tables); the GPT-2 rows "
-             "by `python scripts/reproduce_toy.py --task bytesized32-clean-energy --seeds 2 --out "
-             "results/bytesized32/gpt2-clean-energy`.", "",
+             "Command: `python scripts/reproduce_bytesized32.py` (stages closure, compare, then tables); the GPT-2 "
+             "sections at the end by `scripts/reproduce_toy.py` (commands there).", "",
              "## Reference games (the 32 of the corpus and one variant)", "",
              "Each crawled as a World (see `closure.md`): states, and where the crawl closed the Myhill-Nerode "
              "minimal automaton and exact winnability within it. The corpus has no second implementation of any "
@@ -338,12 +347,13 @@ def stage_tables(root: Path, out: Path) -> None:
         lab = labels.get(chosen[0].name)
         human = "–" if lab is None else ("yes" if lab["Winnability"] else "no")
         lines.append(f"| {game} | {cell(v0)} | {cell(v3)} | {human} | {'yes' if v0 and v0['winnable'] else 'no'} |")
-    gpt2 = out / "gpt2-clean-energy" / "table.md"
-    if gpt2.is_file():
-        lines += ["", "## A small GPT-2 on random playthroughs of clean-energy", "",
-                  "Trained on 3,000 random playthroughs (uniform over the valid actions) of the closed automaton of "
-                  "`clean-energy.py` (626 minimal states, 19 action tokens), scored like any other world "
-                  "(`gpt2-clean-energy/table.md`):", "", gpt2.read_text().split("\n\n", 2)[-1].strip()]
+    for table in sorted(out.glob("gpt2-*/table.md")):
+        game = table.parent.name[len("gpt2-"):]
+        lines += ["", f"## A small GPT-2 on random playthroughs of {game}", "",
+                  f"Trained on 3,000 random playthroughs (uniform over the valid actions, 8-32 actions) of the closed "
+                  f"automaton of `{game}.py`, scored like any other world (`{table.parent.name}/table.md`, made by "
+                  f"`python scripts/reproduce_toy.py --task bytesized32-{game} --seeds 2 --out "
+                  f"results/bytesized32/{table.parent.name}`):", "", table.read_text().split("\n\n", 2)[-1].strip()]
     write_if_changed(out / "worlds.md", "\n".join(lines) + "\n")
 
 
@@ -357,6 +367,7 @@ def main(argv=None) -> int:
     ap.add_argument("--compare-states", type=int, default=1000, help="compare: states per crawl (1,000)")
     ap.add_argument("--compare-budget-s", type=float, default=30.0, help="compare: wall clock per crawl (30 s)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bytesized32"))
+    ap.add_argument("--reverse", action="store_true", help="closure: games in reverse order (a second process)")
     args = ap.parse_args(argv)
     check_sandbox()
     root = corpus.corpus_root(args.corpus)
@@ -366,7 +377,7 @@ def main(argv=None) -> int:
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     t0 = time.time()
     if "closure" in stages:
-        stage_closure(root, out, args.max_states, args.closure_budget_s, limits)
+        stage_closure(root, out, args.max_states, args.closure_budget_s, limits, args.reverse)
     if "validity" in stages:
         stage_validity(root, out, args.budget_s, limits)
     if "labels" in stages:
