@@ -180,8 +180,11 @@ def stage_closure(root: Path, out: Path, max_states: int, budget_s: float, limit
     done = read_jsonl(log)
     recs = [done[k] for k in sorted(done)]
     closed = [r for r in recs if r["closed"]]
+    if recs:  # the bounds the records were made with (a rerun with nothing left to do keeps them)
+        max_states, budget_s = recs[0]["max_states"], recs[0]["budget_s"]
     lines = ["# ByteSized32 reference games as worlds: does the crawl close?", "",
-             f"Command: `python scripts/reproduce_bytesized32.py --stages closure --max-states {max_states}` "
+             f"Command: `python scripts/reproduce_bytesized32.py --stages closure --max-states {max_states} "
+             f"--closure-budget-s {budget_s:g}` "
              f"(breadth first over every listed action; a state is the fingerprint of the game's objects, the "
              f"observation text and step counter left out; at most {max_states:,} states or {budget_s:g} s per game).",
              "", f"**{len(closed)} of {len(recs)} reference games close**; states crawled and minimal (Myhill-Nerode, "
