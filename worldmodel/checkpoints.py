@@ -26,8 +26,9 @@ from .errors import WorldModelError
 TRAINING_SECTIONS = ("world", "data", "model", "train")
 
 
-def load(folder: str | Path, world, device: str = "cpu"):
-    """The checkpoint at ``folder`` as a model over ``world``'s tokens (vocabulary checked).
+def load(folder: str | Path, world, device: str = "cpu", missing: str = "error"):
+    """The checkpoint at ``folder`` as a model over ``world``'s tokens (vocabulary checked; with
+    ``missing="zero"`` a vocabulary lacking world tokens is scored with them at probability 0).
 
     A folder written by ``worldmodel train`` or ``worldmodel import``, or a foreign
     checkpoint (the paper's, Li et al.'s, nanoGPT's, a Hugging Face folder), imported on
@@ -35,7 +36,7 @@ def load(folder: str | Path, world, device: str = "cpu"):
     """
     from .models.importers import load_checkpoint
 
-    return load_checkpoint(folder, world, device=device)
+    return load_checkpoint(folder, world, device=device, missing=missing)
 
 
 def training_record(folder: str | Path) -> dict | None:

@@ -150,7 +150,8 @@ def run_detours(
     if not starts:
         raise WorldModelError("detours need at least one start prefix")
     tokens = list(model.tokens)
-    tok_index = {t: i for i, t in enumerate(tokens)}
+    lacking = getattr(model, "missing_tokens", None) or frozenset()  # it could not read them afterwards
+    tok_index = {t: i for i, t in enumerate(tokens) if t not in lacking}
     for i, s in enumerate(starts):
         if run(world, list(s)) is REJECT:
             raise WorldModelError(f"detour start {i} ({' '.join(s)}) is not valid in the {world.name} world")

@@ -25,8 +25,12 @@ from typing import Callable, Sequence
 from .errors import WorldModelError
 
 def build_model(task, checkpoint: str | Path | None = None, model: str | None = None, seed: int = 0,
-                device: str = "cpu"):
-    """The model to evaluate: a checkpoint folder, ``"true"`` (the true world model) or ``"untrained"``."""
+                device: str = "cpu", missing: str = "error"):
+    """The model to evaluate: a checkpoint folder, ``"true"`` (the true world model) or ``"untrained"``.
+
+    ``missing`` (``"error"`` or ``"zero"``): what a checkpoint lacking world tokens gets,
+    refusal or those tokens at probability 0 (:mod:`worldmodel.models.missing`).
+    """
     from .models import HFModel, TrueWorldModel, Vocabulary
     from .tasks import load_task
 
@@ -35,7 +39,7 @@ def build_model(task, checkpoint: str | Path | None = None, model: str | None = 
     if checkpoint:
         from .checkpoints import load
 
-        return load(checkpoint, world, device=device)
+        return load(checkpoint, world, device=device, missing=missing)
     if model == "true":
         return TrueWorldModel(world)
     if model == "untrained":
@@ -70,6 +74,12 @@ def settings_for(task, acceptance: str | None = None, epsilon: float | None = No
     if boundary and "boundary" not in cfg:
         settings.boundary = boundary
     return settings
+
+
+def missing_tokens(model, world) -> list[str]:
+    """The world tokens ``model`` lacks (scored at probability 0), in the world's order; [] for most models."""
+    lacking = getattr(model, "missing_tokens", None) or ()
+    return [t for t in world.tokens if t in lacking]
 
 
 @dataclass
@@ -156,6 +166,9 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
     source = model.label
     # the dataset is part of the header: a rerun on other data never resumes these trials
     base_settings = {"task": task.name, "model": source, "dataset": dataset, **settings.to_dict()}
+    missing = missing_tokens(model, world)
+    if missing:
+        base_settings["missing_tokens"] = missing
 
     def context(progress_here: bool) -> MetricContext:
         return MetricContext(task, domain, world, model, settings, dataset, data_dir, progress_here)
@@ -206,6 +219,7 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
         results.update(domain.extra_metrics(model, dataset=dataset, data_dir=data_dir, progress=progress))
     summary = {
         "task": task.name, "model": source, "dataset": dataset,
+        **({"missing_tokens": missing} if missing else {}),
         "settings": settings.to_dict(),
         "metrics": {k: (v.to_dict() if hasattr(v, "to_dict") else v) for k, v in results.items()},
     }

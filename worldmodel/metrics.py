@@ -71,6 +71,7 @@ from tqdm.auto import tqdm
 from .dfa import REJECT, World, exact_boundary, first_rejection, sampled_boundary
 from .errors import TrialSkipped, WorldModelError
 from .models import SampleGroup, SequenceModel
+from .models.missing import readable_length
 from .results import MetricResult, TrialLog, aggregate, pooled, trial_seed
 from .sampling import PrefixPair, StateSampler
 from .settings import Settings
@@ -140,6 +141,14 @@ def _uniforms(rng: np.random.Generator, s: Settings) -> np.ndarray:
     return rng.random((s.M, s.max_sample_len))
 
 
+def _readable(model: SequenceModel, pair: PrefixPair) -> None:
+    """Skip a trial whose prefixes hold a world token the model lacks (it cannot read them)."""
+    for p in (pair.prefix1, pair.prefix2):
+        n = readable_length(model, p)
+        if n < len(p):
+            raise TrialSkipped(f"prefix holds {p[n]!r}, a world token the model lacks")
+
+
 def _pair_fields(pair: PrefixPair, world: World) -> dict:
     return {"key": pair.key, "pair": " ".join(pair.prefix1) + " || " + " ".join(pair.prefix2),
             "prefix1": list(pair.prefix1), "prefix2": list(pair.prefix2),
@@ -158,6 +167,7 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
             raise WorldModelError("sampler returned a compression pair with two different states")
         if pair.prefix1 == pair.prefix2:
             raise TrialSkipped("sampler returned the same prefix twice")
+        _readable(model, pair)
         return pair, _uniforms(rng, s)
 
     def batch(items):
@@ -190,6 +200,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
         pair = sampler.distinction_pair(rng)
         if pair.state1 == pair.state2:
             raise WorldModelError("sampler returned a distinction pair reaching one state")
+        _readable(model, pair)
         u = _uniforms(rng, s)
         if s.boundary == "exact":
             true_b = exact_boundary(world, pair.state1, pair.state2, s.k)
@@ -268,7 +279,8 @@ def next_token(world: World, model: SequenceModel, sequences: Sequence[Sequence[
 
     def positions(seq):
         named = world.next_token_positions(seq) if s.next_token_positions == "world" else range(len(seq))
-        return [j for j in named if j >= context]
+        readable = readable_length(model, seq)  # a model lacking a world token cannot read past it
+        return [j for j in named if context <= j <= readable]
 
     def draw(i, rng):
         return i
@@ -323,9 +335,10 @@ def probe(world: World, model: SequenceModel, sequences: Sequence[Sequence[str]]
     hidden = model.hidden_states(seqs)
     for i, (seq, h) in enumerate(zip(seqs, hidden)):
         state = world.initial_state()
+        readable = readable_length(model, seq)
         for j, tok in enumerate(seq, 1):
             state = world.step(state, tok)
-            if state is REJECT:
+            if state is REJECT or j > readable:
                 break
             y = world.probe_targets(state)
             if y is None:

@@ -53,6 +53,7 @@ WORLDS: list[WorldEntry] = [
     WorldEntry("othello", "worldmodel.worlds.othello.domain:OthelloDomain", "worldmodel.worlds.othello.cli",
                "worldmodel.worlds.othello.data_sets:DATA_SETS"),
     WorldEntry("seating", "worldmodel.worlds.seating.domain:SeatingDomain", "worldmodel.worlds.seating.cli"),
+    WorldEntry("chess", "worldmodel.worlds.chess.domain:ChessDomain", "worldmodel.worlds.chess.cli"),
     WorldEntry("textworld", "worldmodel.worlds.textworld.domain:TextWorldDomain", "worldmodel.worlds.textworld.cli"),
     WorldEntry("blockdrop", "worldmodel.worlds.blockdrop.domain:BlockDropDomain", "worldmodel.worlds.blockdrop.cli"),
     WorldEntry("eight", "worldmodel.worlds.eight.domain:EightDomain", "worldmodel.worlds.eight.cli",

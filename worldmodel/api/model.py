@@ -88,6 +88,9 @@ class SequenceModel(ABC):
     name: str = "model"
     #: What results and tables call the model (a checkpoint path, a label); ``None``: :attr:`name`.
     source: str | None = None
+    #: World tokens the model lacks: probability 0 everywhere, and it cannot read them in a
+    #: prefix (:class:`~worldmodel.models.missing.MissingTokens`; empty for every other model).
+    missing_tokens: frozenset[Token] = frozenset()
     #: The longest sequence (in model positions, a BOS included) the model can read; ``None``: unbounded.
     #: Sampled continuations are cut to fit (:func:`worldmodel.metrics.context_room`).
     max_positions: int | None = None

@@ -58,6 +58,10 @@ class World(ABC):
     stop_tokens: frozenset[Token] = frozenset()
     #: A short name used in messages and results.
     name: str = "world"
+    #: How text models of this world write a sequence (a template spec for
+    #: :class:`~worldmodel.models.importers.template.Template`, e.g. ``"pgn"`` for chess in
+    #: SAN): what a character-level import assumes when none is given. None: no default.
+    text_layout: str | None = None
 
     @abstractmethod
     def initial_state(self) -> Hashable:

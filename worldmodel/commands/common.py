@@ -114,3 +114,21 @@ def chat_backend(args, true, random):
     if args.backend == "true":
         return true()
     return random(args.seed)
+
+
+def add_missing_tokens_argument(p: argparse.ArgumentParser) -> None:
+    """``--missing-tokens error|zero``: what a checkpoint lacking some world tokens gets."""
+    p.add_argument("--missing-tokens", choices=["error", "zero"], default="error",
+                   help="a checkpoint whose vocabulary lacks world tokens: refuse it (error, default) or score "
+                        "those tokens at probability 0 (zero; named in every result)")
+
+
+def print_missing(model, world) -> list[str]:
+    """Say which world tokens the model lacks (scored at probability 0); return them."""
+    from ..evaluator import missing_tokens
+
+    missing = missing_tokens(model, world)
+    if missing:
+        print(f"note: the model lacks {len(missing)} of the {world.name} world's tokens, scored at probability 0: "
+              f"{missing[:20]}{' …' if len(missing) > 20 else ''}")
+    return missing

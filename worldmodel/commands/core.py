@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import registry
 from ..errors import WorldModelError
-from .common import at_least, one_model
+from .common import add_missing_tokens_argument, at_least, one_model, print_missing
 
 
 def _metrics_arg(text: str) -> list[str]:
@@ -94,8 +94,10 @@ def cmd_evaluate(args) -> int:
     one_model(args)
     settings = settings_for(task, acceptance=args.acceptance, epsilon=args.epsilon, **overrides_from(args, Settings))
     shard = Shard.from_env()   # under `accelerate launch` / `torchrun`: this process's share of the trials
-    model = build_model(task, args.checkpoint, args.model, seed=settings.seed, device=local_device(args.device))
+    model = build_model(task, args.checkpoint, args.model, seed=settings.seed, device=local_device(args.device),
+                        missing=args.missing_tokens)
     model.source = str(args.checkpoint) if args.checkpoint else args.model
+    print_missing(model, task.world)
     dataset = choose_dataset(task.domain.datasets(), args.dataset, args.checkpoint)
     metrics = args.metrics or registry.metric_names(default_only=True)
     out = Path(args.out) if args.out else None
@@ -132,12 +134,14 @@ def cmd_detours(args) -> int:
         raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task, which has no detour test; "
                               f"detours need a navigation task or another world with one ({worlds}); "
                               "Othello has `worldmodel othello-detours`")
-    model = build_model(task, args.checkpoint, seed=args.seed, device=args.device) if args.checkpoint \
-        else plan.reference
+    model = build_model(task, args.checkpoint, seed=args.seed, device=args.device,
+                        missing=args.missing_tokens) if args.checkpoint else plan.reference
+    missing = print_missing(model, domain.world)
     results, trials = run_kinds(model, domain.world, plan.starts, kinds, ps, allowed=plan.allowed, goal=plan.goal,
                                 max_len=plan.max_len, seed=args.seed, progress=not args.no_progress)
     meta = {"task": task.name, "dataset": dataset, "model": args.checkpoint or "true", "n_starts": len(plan.starts),
-            "max_len": plan.max_len, "seed": args.seed, "starts": plan.starts_from, "success": plan.success}
+            "max_len": plan.max_len, "seed": args.seed, "starts": plan.starts_from, "success": plan.success,
+            **({"missing_tokens": missing} if missing else {})}
     report(Path(args.out), results, trials, meta, f"{task.name}: {meta['model']} from {plan.starts_from}")
     return 0
 
@@ -165,7 +169,8 @@ def cmd_extract(args) -> int:
     task = load_task(args.task)
     acceptance = settings_for(task, acceptance=args.acceptance, epsilon=args.epsilon).acceptance
     seed = args.seed if args.seed is not None else task.seed
-    model = build_model(task, args.checkpoint, args.model, seed=seed, device=args.device)
+    model = build_model(task, args.checkpoint, args.model, seed=seed, device=args.device, missing=args.missing_tokens)
+    print_missing(model, task.world)
     name = str(args.checkpoint) if args.checkpoint else args.model
     command = _extract_command(args, args.parser)
     s = run_extraction(task, model, name, acceptance, out=args.out, max_states=args.max_states,
@@ -192,14 +197,21 @@ def cmd_import(args) -> int:
 
     task = load_task(args.task)
     check_writable(args.out, "--out", folder=True)
-    imp = import_checkpoint(args.source, task.world, args.format, args.tokenizer, args.n_head, args.bos)
+    if args.floor is not None and not 0 <= args.floor < 1:
+        raise WorldModelError(f"--floor must be in [0, 1), got {args.floor}")
+    imp = import_checkpoint(args.source, task.world, args.format, args.tokenizer, args.n_head, args.bos,
+                            template=args.template, missing=args.missing_tokens, floor=args.floor)
     for note in imp.notes:
         print(f"note: {note}")
     out = write_imported(imp, args.out)
     v = imp.vocab
+    start = (f"template {imp.provenance['template']!r}" if imp.provenance.get("template")
+             else f"BOS id {v.bos_id}" if v.has_bos else "no BOS")
     print(f"wrote {out} ({imp.provenance['format']}: {len(v.tokens)} world tokens of {v.size} model ids, "
-          f"{f'BOS id {v.bos_id}' if v.has_bos else 'no BOS'}; source sha256 "
-          f"{imp.provenance.get('sha256', 'n/a (folder)')[:16]}…)")
+          f"{start}; source sha256 {imp.provenance.get('sha256', 'n/a (folder)')[:16]}…)")
+    if imp.missing:
+        print(f"the model lacks {len(imp.missing)} of the {task.world.name} world's tokens (probability 0; recorded "
+              "in provenance.json; evaluate it with --missing-tokens zero)")
     return 0
 
 
@@ -241,6 +253,7 @@ def register(sub) -> None:
     e.add_argument("--data-dir")
     e.add_argument("--device", default="cpu")
     e.add_argument("--out", help="summary JSON; trials are logged beside it and a rerun resumes")
+    add_missing_tokens_argument(e)
     e.add_argument("--no-progress", action="store_true")
     e.set_defaults(func=cmd_evaluate)
 
@@ -269,6 +282,7 @@ def register(sub) -> None:
     x.add_argument("--seed", type=int, help="test-walk seed (default: the task's)")
     x.add_argument("--device", default="cpu")
     x.add_argument("--out", help="folder for automaton.json, report.md, automaton.dot and automaton.png")
+    add_missing_tokens_argument(x)
     x.add_argument("--no-progress", action="store_true")
     x.set_defaults(func=cmd_extract, parser=x)
 
@@ -284,6 +298,13 @@ def register(sub) -> None:
                                                "(li-othello: 8)")
     im.add_argument("--bos", help="a model token to feed before every sequence (nanogpt, hf; default: none for "
                                   "nanogpt, the tokenizer's BOS for hf)")
+    im.add_argument("--template", help="nanogpt, character-level: the layout of the training text, 'pgn' "
+                                      "(Karvonen's ';1.e4 e5 2.Nf3 …') or written out with {move} placeholders, "
+                                      "e.g. ';1.{move} {move} 2.{move}' (default: the world's own, if any)")
+    im.add_argument("--floor", type=float, help="prune the chain rule's piece trie below this probability (default: "
+                                                "0, or 0.01 for worlds of more than 2,000 tokens; evaluate with "
+                                                "epsilon >= it)")
+    add_missing_tokens_argument(im)
     im.add_argument("--out", required=True, help="folder to write (safetensors + vocab.json + provenance.json)")
     im.set_defaults(func=cmd_import)
 
@@ -300,4 +321,5 @@ def register(sub) -> None:
     dt.add_argument("--device", default="cpu")
     dt.add_argument("--no-progress", action="store_true")
     dt.add_argument("--out", required=True, help="JSON file with per-p results and every trial")
+    add_missing_tokens_argument(dt)
     dt.set_defaults(func=cmd_detours)

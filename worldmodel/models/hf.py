@@ -103,7 +103,8 @@ class HFModel(SequenceModel):
 
     # -- construction ----------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, folder: str | Path, world: World | None = None, device="cpu", name=None) -> "HFModel":
+    def from_pretrained(cls, folder: str | Path, world: World | None = None, device="cpu", name=None,
+                        missing: str = "error") -> "HFModel":
         from safetensors import SafetensorError
         from transformers import AutoModelForCausalLM
 
@@ -113,7 +114,7 @@ class HFModel(SequenceModel):
             raise WorldModelError(f"checkpoint {folder} does not exist or is not a folder")
         vocab = Vocabulary.load(folder)
         if world is not None:
-            vocab.check_world(world, str(folder))
+            vocab.check_world(world, str(folder), missing)
         try:
             model = AutoModelForCausalLM.from_pretrained(folder)
         except (OSError, ValueError, RuntimeError, SafetensorError) as exc:

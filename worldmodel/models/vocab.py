@@ -122,11 +122,16 @@ class Vocabulary:
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise WorldModelError(f"checkpoint {folder}: {cls.FILE} is malformed ({exc})") from None
 
-    def check_world(self, world: World, where: str) -> None:
+    def check_world(self, world: World, where: str, missing: str = "error") -> None:
+        """The vocabulary's tokens must be the world's (``missing="zero"``: a subset of them)."""
+        if missing == "zero" and set(self.tokens) <= set(world.tokens):
+            return
         if set(self.tokens) != set(world.tokens):
             missing = sorted(set(world.tokens) - set(self.tokens))[:5]
             extra = sorted(set(self.tokens) - set(world.tokens))[:5]
             raise WorldModelError(
                 f"checkpoint {where}: vocabulary does not match the {world.name} world "
                 f"({len(self.tokens)} tokens vs {len(world.tokens)}; missing e.g. {missing}, unknown e.g. {extra})"
+                + ("; give --missing-tokens zero to score it with the missing ones at probability 0"
+                   if missing and not extra else "")
             )

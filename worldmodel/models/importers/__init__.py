@@ -15,14 +15,24 @@ each entry names its loader and its detector. Shipped:
     Li et al.'s Othello-GPT, in the Othello world (:mod:`worldmodel.worlds.othello.li_import`).
 ``nanogpt``
     nanoGPT's ``ckpt.pt`` (``model_args`` + ``model``, ``_orig_mod.`` prefixes allowed)
-    with ``meta.pkl`` (``stoi``/``itos``) beside it or given as ``--tokenizer``; every
-    world token must be one entry of ``stoi``. No BOS unless ``bos`` names an entry.
+    with ``meta.pkl`` (``stoi``/``itos``) beside it or given as ``--tokenizer``. When every
+    world token is one entry of ``stoi``: one id per token, no BOS unless ``bos`` names an
+    entry. Character-level models (a world token spelled by several entries, as in
+    Karvonen's chess models) need the layout of their training text, a
+    :class:`~.template.Template` (``template``; else the world's own
+    :attr:`~worldmodel.api.World.text_layout`, ``pgn`` for chess in SAN): each token is
+    its entries plus the template's terminator, scored by the chain rule in
+    :mod:`.pieces`, with the template's start, separators and move numbers as context.
+    ``floor`` prunes the piece trie (default: 0 up to 2,000 world tokens, else 0.01).
 ``hf``
     A Hugging Face causal LM folder with its own tokenizer (local files only). A world
     token may be several pieces; see :mod:`.pieces`.
 
 Every import returns an :class:`Imported` (a model, its :class:`~..vocab.Vocabulary`,
-provenance, notes). :func:`write_imported` saves it as a standard checkpoint folder
+provenance, notes). World tokens the model cannot emit stop the import
+(``missing="error"``, the default) or are recorded and scored at probability 0
+(``missing="zero"``; :mod:`..missing`), in the notes and in ``provenance.json``.
+:func:`write_imported` saves it as a standard checkpoint folder
 (safetensors weights, ``vocab.json``, ``provenance.json``); :func:`load_checkpoint`
 loads a standard folder or imports a foreign file on the fly.
 
@@ -42,8 +52,11 @@ from ...dfa import World
 from ...errors import WorldModelError
 from ..vocab import Vocabulary
 from ... import registry
-from .common import Imported, ImportOptions, _provenance, match_world, sha256  # noqa: F401  (re-exported)
+from .common import (Imported, ImportOptions, _provenance, check_missing, match_world, sha256,  # noqa: F401
+                     with_missing)
 from .gpt2 import build_gpt2, nanogpt_to_gpt2
+from .pieces import PieceVocabulary
+from .template import Template
 from .safe_pickle import PlainHolder, load_plain, load_torch
 
 
@@ -108,7 +121,7 @@ def _tokenizer_words(tok, where: str) -> dict[str, int]:
 
 
 def import_paper_nav(source: Path, world: World, tokenizer: Path | None = None, n_head: int | None = None,
-                     data=None) -> Imported:
+                     data=None, missing: str = "error") -> Imported:
     where = str(source)
     data = load_torch(source) if data is None else data
     if not is_paper_nav(source, data):
@@ -130,15 +143,31 @@ def import_paper_nav(source: Path, world: World, tokenizer: Path | None = None, 
     sd = {k[len("model."):]: v for k, v in data["state_dict"].items() if k.startswith("model.")}
     pad = words.get("<pad>", 0)
     model = build_gpt2(sd, int(heads), "gelu_new", pad_id=pad, where=where)
-    ids, notes = match_world(words, world, where, ignore=("<pad>",))
+    ids, notes = match_world(words, world, where, ignore=("<pad>",), missing=missing)
     vocab = Vocabulary.from_ids(ids, model.config.vocab_size, bos_id=None, pad_id=pad, world_name=world.name,
                                 names={pad: "<pad>"})
     prov = _provenance("paper-nav", source, tokenizer, {"n_head": int(heads)})
-    return Imported(model, vocab, prov, notes)
+    return with_missing(Imported(model, vocab, prov, notes), world, missing)
+
+
+#: worlds with more tokens than this get a pruning floor of 0.01 by default (character-level import)
+FLOOR_ABOVE_TOKENS = 2000
+DEFAULT_FLOOR = 0.01
+
+
+def spell(token: str, stoi: dict[str, int]) -> list[int] | None:
+    """A token's ids: its own ``stoi`` entry, else one entry per character; None if a character is missing."""
+    if token in stoi:
+        return [stoi[token]]
+    try:
+        return [stoi[c] for c in token]
+    except KeyError:
+        return None
 
 
 def import_nanogpt(source: Path, world: World, tokenizer: Path | None = None, bos: str | None = None,
-                   data=None) -> Imported:
+                   data=None, template: str | None = None, missing: str = "error",
+                   floor: float | None = None) -> Imported:
     if source.is_dir():
         source = source / "ckpt.pt"
     where = str(source)
@@ -155,32 +184,79 @@ def import_nanogpt(source: Path, world: World, tokenizer: Path | None = None, bo
     stoi = {str(k): int(v) for k, v in meta["stoi"].items()}
     sd = nanogpt_to_gpt2(data["model"], where)
     model = build_gpt2(sd, int(margs["n_head"]), "gelu", where=where)
+    whole = all(t in stoi for t in world.tokens)
+    layout = template or (None if whole else getattr(world, "text_layout", None))
+    if layout is None:
+        if not whole and missing == "error" and any(spell(t, stoi) for t in world.tokens if t not in stoi):
+            raise WorldModelError(f"{where}: world tokens are spelled by several stoi entries (a character-level "
+                                  "model): give --template, the layout of its training text (e.g. pgn, or "
+                                  "';1.{move} {move} 2.{move}')")
+        return _nanogpt_whole(model, stoi, source, tokenizer, world, where, bos, missing)
+    if bos is not None:
+        raise WorldModelError("--bos and --template exclude each other: the template's start is what the model "
+                              "reads before the first token")
+    tpl = Template.parse(layout)
+    chars = set(tpl.start) | {c for b in tpl.between for c in b.replace("{n}", "")}
+    if any("{n}" in b for b in tpl.between):
+        chars |= set("0123456789")
+    lacking = sorted(c for c in chars if c not in stoi)
+    if lacking:
+        raise WorldModelError(f"{tokenizer}: the template {tpl.spec()!r} writes {lacking}, which stoi lacks")
+    if any(tpl.terminator in t for t in world.tokens):
+        raise WorldModelError(f"the template's terminator {tpl.terminator!r} occurs in world tokens: it cannot end one")
+    spelled = {t: spell(t, stoi) for t in world.tokens}
+    notes = check_missing([t for t, p in spelled.items() if p is None], world, where, missing)
+    pieces = {t: p + [stoi[tpl.terminator]] for t, p in spelled.items() if p is not None}
+    if floor is None:
+        floor = DEFAULT_FLOOR if len(world.tokens) > FLOOR_ABOVE_TOKENS else 0.0
+    vocab = PieceVocabulary(pieces, model.config.vocab_size, None, None, world_name=world.name, template=tpl,
+                            text_ids={c: stoi[c] for c in chars}, floor=floor)
+    longest = max(len(p) for p in pieces.values())
+    notes.append(f"character-level: world tokens are spelled by up to {longest} stoi entries (terminator "
+                 f"{tpl.terminator!r} included), laid out as {tpl.spec()!r}; probabilities by the chain rule"
+                 + (f", pruned below {floor:g}" if floor else ""))
+    prov = _provenance("nanogpt", source, tokenizer, {"template": tpl.spec(), "floor": floor})
+    return with_missing(Imported(model, vocab, prov, notes), world, missing)
+
+
+def _nanogpt_whole(model, stoi, source, tokenizer, world, where, bos, missing) -> Imported:
+    """Every (present) world token is one stoi entry: a plain vocabulary."""
     bos_id = None
     if bos is not None:
         if bos not in stoi:
             raise WorldModelError(f"{tokenizer}: the BOS token {bos!r} is not in stoi")
         bos_id = stoi[bos]
-    ids, notes = match_world(stoi, world, where, ignore=(bos,) if bos else ())
+    ids, notes = match_world(stoi, world, where, ignore=(bos,) if bos else (), missing=missing)
     vocab = Vocabulary.from_ids(ids, model.config.vocab_size, bos_id=bos_id, world_name=world.name,
                                 names={} if bos_id is None else {bos_id: bos})
-    return Imported(model, vocab, _provenance("nanogpt", source, tokenizer, {"bos": bos}), notes)
+    return with_missing(Imported(model, vocab, _provenance("nanogpt", source, tokenizer, {"bos": bos}), notes),
+                         world, missing)
 
 
 def load_paper_nav(source: Path, world: World, options: ImportOptions, data=None) -> Imported:
     """Format ``paper-nav`` (the registry's loader)."""
-    return import_paper_nav(source, world, options.tokenizer, options.n_head, data=data)
+    return import_paper_nav(source, world, options.tokenizer, options.n_head, data=data, missing=options.missing)
 
 
 def load_nanogpt(source: Path, world: World, options: ImportOptions, data=None) -> Imported:
     """Format ``nanogpt`` (the registry's loader)."""
-    return import_nanogpt(source, world, options.tokenizer, options.bos, data=data)
+    return import_nanogpt(source, world, options.tokenizer, options.bos, data=data, template=options.template,
+                          missing=options.missing, floor=options.floor)
 
 
 def import_checkpoint(source: str | Path, world: World, fmt: str | None = None, tokenizer: str | Path | None = None,
-                      n_head: int | None = None, bos: str | None = None) -> Imported:
-    """Read a foreign checkpoint in ``fmt`` (a registered format; detected when None) for ``world``."""
+                      n_head: int | None = None, bos: str | None = None, template: str | None = None,
+                      missing: str = "error", floor: float | None = None) -> Imported:
+    """Read a foreign checkpoint in ``fmt`` (a registered format; detected when None) for ``world``.
+
+    ``template`` and ``floor`` apply to character-level nanoGPT models (and ``floor`` to
+    ``hf``); ``missing`` (``"error"`` or ``"zero"``) to the formats that name tokens.
+    """
     source = Path(source)
-    options = ImportOptions(Path(tokenizer) if tokenizer else None, n_head, bos)
+    check_missing([], world, str(source), missing)  # checks the policy's name
+    if template is not None and fmt not in (None, "nanogpt"):
+        raise WorldModelError("--template applies to nanogpt checkpoints only")
+    options = ImportOptions(Path(tokenizer) if tokenizer else None, n_head, bos, template, missing, floor)
     if not source.exists():
         raise WorldModelError(f"checkpoint {source} does not exist")
     data = None
@@ -226,22 +302,35 @@ def write_imported(imp: Imported, out: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path, world: World | None = None, device: str | torch.device = "cpu",
-                    name: str | None = None):
-    """An :class:`~..hf.HFModel` from our folder or from a foreign checkpoint (format detected)."""
+                    name: str | None = None, missing: str = "error"):
+    """A model from our folder or from a foreign checkpoint (format detected).
+
+    An :class:`~..hf.HFModel` (one id per world token) or a :class:`~.pieces.PieceModel`;
+    with ``missing="zero"`` a vocabulary lacking world tokens is accepted and the model
+    wrapped in :class:`~..missing.MissingTokens` (those tokens at probability 0).
+    """
     from ..hf import HFModel
+    from ..missing import MissingTokens
 
-    from .pieces import PieceModel, PieceVocabulary
+    from .pieces import PieceModel
 
+    check_missing([], world, str(path), missing)
     path = Path(path)
     if path.is_dir() and detect_format(path) == "ours":
         if PieceVocabulary.is_pieces_folder(path):
-            return PieceModel.from_pretrained(path, world, device=device, name=name)
-        return HFModel.from_pretrained(path, world, device=device, name=name)
-    if not path.exists():
-        raise WorldModelError(f"checkpoint {path} does not exist")
-    if world is None:
-        raise WorldModelError(f"{path} is a foreign checkpoint: importing it needs the task's world")
-    imp = import_checkpoint(path, world)
-    if isinstance(imp.vocab, PieceVocabulary):
-        return PieceModel(imp.model, imp.vocab, name=name or path.name, device=device)
-    return HFModel(imp.model, imp.vocab, name=name or path.stem, device=device)
+            model = PieceModel.from_pretrained(path, world, device=device, name=name, missing=missing)
+        else:
+            model = HFModel.from_pretrained(path, world, device=device, name=name, missing=missing)
+    else:
+        if not path.exists():
+            raise WorldModelError(f"checkpoint {path} does not exist")
+        if world is None:
+            raise WorldModelError(f"{path} is a foreign checkpoint: importing it needs the task's world")
+        imp = import_checkpoint(path, world, missing=missing)
+        if isinstance(imp.vocab, PieceVocabulary):
+            model = PieceModel(imp.model, imp.vocab, name=name or path.name, device=device)
+        else:
+            model = HFModel(imp.model, imp.vocab, name=name or path.stem, device=device)
+    if world is not None and len(model.tokens) < len(world.tokens):
+        return MissingTokens(model, world.tokens)
+    return model

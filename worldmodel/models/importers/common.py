@@ -19,6 +19,9 @@ class ImportOptions:
     tokenizer: Path | None = None   #: tokenizer file or folder (default: beside the source)
     n_head: int | None = None       #: attention heads, where the checkpoint does not record them
     bos: str | None = None          #: a model token fed before every sequence
+    template: str | None = None     #: character-level nanoGPT: the layout of the training text (see .template)
+    missing: str = "error"          #: world tokens the model lacks: "error" (refuse) or "zero" (probability 0)
+    floor: float | None = None      #: pruning floor of the piece trie (None: the format's default)
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Imported:
     provenance: dict
     notes: list[str] = field(default_factory=list)
     tokenizer: Any = None  #: the HF tokenizer (format ``hf``), saved beside the weights
+    missing: list = field(default_factory=list)  #: world tokens the model cannot emit (``missing="zero"``)
 
 
 def sha256(path: Path) -> str:
@@ -52,21 +56,48 @@ def _provenance(fmt: str, source: Path, tokenizer: Path | None, extra: dict | No
     return out
 
 
-def match_world(model_ids: dict[str, int], world: World, where: str, ignore=()) -> tuple[dict[str, int], list[str]]:
+MISSING_POLICIES = ("error", "zero")
+
+
+def check_missing(missing: list[str], world: World, where: str, policy: str = "error") -> list[str]:
+    """World tokens a model lacks: an error naming them (``policy="error"``), or the notes saying they
+    will have probability 0 (``"zero"``)."""
+    if policy not in MISSING_POLICIES:
+        raise WorldModelError(f"--missing-tokens must be one of {', '.join(MISSING_POLICIES)}, not {policy!r}")
+    if not missing:
+        return []
+    if policy == "error":
+        raise WorldModelError(
+            f"{where}: the model's vocabulary lacks {len(missing)} of the {world.name} world's tokens, "
+            f"e.g. {missing[:8]} (--missing-tokens zero scores them at probability 0)")
+    return [f"{len(missing)} world token(s) the model lacks get probability 0: "
+            f"{missing[:20]}{' …' if len(missing) > 20 else ''}"]
+
+
+def match_world(model_ids: dict[str, int], world: World, where: str, ignore=(),
+                missing: str = "error") -> tuple[dict[str, int], list[str]]:
     """The world's tokens -> model ids; an error naming the world tokens the model lacks.
 
     Returns the map (in the world's token order) and notes naming the model tokens the
-    world cannot name (other than ``ignore``: padding and the like).
+    world cannot name (other than ``ignore``: padding and the like). With
+    ``missing="zero"`` world tokens the model lacks are left out of the map (and named
+    in the notes) instead of stopping.
     """
-    missing = [t for t in world.tokens if t not in model_ids]
-    if missing:
-        raise WorldModelError(
-            f"{where}: the model's vocabulary lacks {len(missing)} of the {world.name} world's tokens, "
-            f"e.g. {missing[:8]}")
+    lacking = [t for t in world.tokens if t not in model_ids]
+    notes = check_missing(lacking, world, where, missing)
     known = set(world.tokens)
     extra = sorted(str(t) for t in model_ids if t not in known and t not in ignore)
-    notes = []
     if extra:
         notes.append(f"{len(extra)} model token(s) the {world.name} world cannot name (never scored): "
                      f"{extra[:8]}{' …' if len(extra) > 8 else ''}")
-    return {t: int(model_ids[t]) for t in world.tokens}, notes
+    return {t: int(model_ids[t]) for t in world.tokens if t in model_ids}, notes
+
+
+def with_missing(imp: Imported, world: World, missing: str) -> Imported:
+    """Record the world tokens the imported vocabulary lacks (already accepted by ``missing``)."""
+    have = set(imp.vocab.tokens)
+    imp.missing = [t for t in world.tokens if t not in have]
+    if imp.missing:
+        imp.provenance["missing_tokens_policy"] = missing
+        imp.provenance["missing_tokens"] = imp.missing
+    return imp

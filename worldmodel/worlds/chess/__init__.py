@@ -1,0 +1,1 @@
+"""Chess: moves as tokens, positions as states (python-chess as the rules engine)."""
