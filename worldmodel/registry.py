@@ -81,7 +81,7 @@ FORMATS: list[ImportFormat] = [
     ImportFormat("li-othello", "worldmodel.worlds.othello.li_import:load", "worldmodel.worlds.othello.li_import:detect",
                  "Li et al.'s Othello-GPT: a minGPT state dict (gpt_synthetic.ckpt, gpt_championship.ckpt)"),
     ImportFormat("nanogpt", "worldmodel.models.importers:load_nanogpt", "worldmodel.models.importers:is_nanogpt",
-                 "nanoGPT's ckpt.pt with meta.pkl (stoi/itos)"),
+                 "nanoGPT's ckpt.pt with meta.pkl (stoi/itos; character-level models with --template)"),
     ImportFormat("hf", "worldmodel.models.importers.pieces:load_hf", "worldmodel.models.importers.pieces:is_hf",
                  "a Hugging Face causal LM folder with its own tokenizer (local files only)"),
 ]
