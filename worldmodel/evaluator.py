@@ -78,7 +78,7 @@ def settings_for(task, acceptance: str | None = None, epsilon: float | None = No
 
 def missing_tokens(model, world) -> list[str]:
     """The world tokens ``model`` lacks (scored at probability 0), in the world's order; [] for most models."""
-    lacking = getattr(model, "missing_tokens", None) or ()
+    lacking = model.missing_tokens
     return [t for t in world.tokens if t in lacking]
 
 

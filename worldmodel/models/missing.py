@@ -38,7 +38,7 @@ from .base import SampleGroup, Scored, SequenceModel
 def readable_length(model, seq: Sequence[Token]) -> int:
     """How many leading tokens of ``seq`` the model can read: up to its first missing token (all of
     it for a model that lacks none)."""
-    missing = getattr(model, "missing_tokens", None)
+    missing = model.missing_tokens
     if not missing:
         return len(seq)
     for i, t in enumerate(seq):
