@@ -69,6 +69,7 @@ class JudgeModel:
     """A reference player for detours (see the module docstring): it never makes a wrong call."""
 
     name = "judge"
+    missing_tokens: frozenset = frozenset()  # it scores every world token (the SequenceModel hook)
 
     def __init__(self, world):
         self.world = world

@@ -67,6 +67,7 @@ class GameOverModel:
         self.world = world
         self.tokens = tuple(model.tokens) + (END,)
         self.name = model.name
+        self.missing_tokens = frozenset(getattr(model, "missing_tokens", ()))  # duck-typed players may lack it
         self._states: dict[tuple[str, ...], object] = {(): world.initial_state()}
 
     def _state(self, prefix: tuple[str, ...]):

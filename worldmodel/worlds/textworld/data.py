@@ -125,6 +125,7 @@ class PlannerModel:
     """
 
     name = "planner"
+    missing_tokens: frozenset = frozenset()  # it scores every world token (the SequenceModel hook)
 
     def __init__(self, world: TextWorldWorld):
         self.world = world
