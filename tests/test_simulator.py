@@ -245,3 +245,14 @@ def test_an_open_comparison_without_metrics_stays_in_the_crawl(tmp_path):
     assert not cmp.exact and cmp.metrics == {} and cmp.disagreement.token == "take_key"
     same = compare(BOX, BOX, limits=LIMITS, max_states=8, open_metrics=False)
     assert same.disagreement == "bound"  # agreement as far as both were crawled, no further claim
+
+
+def test_a_reference_that_allows_no_action_is_compared_without_a_next_token_score(tmp_path):
+    """A game whose start allows nothing has no walk to predict: next-token is recorded as not run."""
+    ref = broken(tmp_path, '''    def generatePossibleActions(self):
+        self.possibleActions = {}''', '''    def generatePossibleActions(self):
+        self.possibleActions = {}
+        return self.possibleActions''', "no_actions.py")
+    cmp = compare(ref, ref, limits=LIMITS, cache=CACHE, **FAST)
+    nt = cmp.metrics["next_token"]
+    assert nt.n == 0 and nt.n_failed == FAST["trials"] and "no action" in next(iter(nt.failures))

@@ -302,7 +302,11 @@ def _compare(ref: Crawl, cand: Crawl, ref_sim, cand_sim, settings: Settings, pre
     seqs = [list(random_walk(world, world.initial_state(), int(rng.integers(1, 2 * prefix_len + 1)), rng))
             for _ in range(settings.trials)]
     seqs = [s for s in seqs if s]
-    metrics["next_token"] = next_token(world, model, seqs, settings, progress=progress)
+    if seqs:
+        metrics["next_token"] = next_token(world, model, seqs, settings, progress=progress)
+    else:  # the reference allows no action from its start: nothing to predict, recorded as not run
+        metrics["next_token"] = MetricResult("next_token", float("nan"), float("nan"), 0, settings.trials, 0,
+                                             {"the reference allows no action from its start": settings.trials})
     return Comparison(ref.summary(), cand.summary(), vocab, exact, found, metrics, diff_json,
                       {"acceptance": settings.acceptance.spec(), "M": settings.M, "trials": settings.trials,
                        "boundary": settings.boundary, "boundary_len": settings.boundary_len,
