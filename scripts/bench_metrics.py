@@ -1,48 +1,67 @@
-"""Benchmark: the metric engine against the authors' method and a naive engine, same seeds, same numbers.
+"""Benchmark: the metric engine against the authors' own code, a stand-in of it and a naive engine.
 
-Three engines score the same trials (same seeds, same prefix pairs, same samples):
+All engines score the same trials (the same seeds, the same prefix pairs):
 
 * **engine** — :func:`worldmodel.metrics.compression` / :func:`~worldmodel.metrics.distinction`:
-  the model calls of ``--batch-trials`` trials batched together, each prefix run
+  the model calls of up to ``--wave-trials`` trials batched together, each prefix run
   once, sampling after one prefix and checking after the other in lock step over a
   trie of sampled histories (for GPT-2-shaped checkpoints through the lean forward
   of :mod:`worldmodel.models.lean`, each prefix's keys and values shared by all its
   rows).
-* **authors** — the paper's code's way: per trial, the M samples after the first
-  prefix drawn in ONE batched Hugging Face ``generate`` call
-  (``num_return_sequences=M``, ``do_sample=True``, ``epsilon_cutoff=ε``, stopping when
-  every row has hit a stop token), then all M samples scored after the second prefix
-  in ONE right-padded forward pass (prefix recomputed per row); distinction's true
-  boundary likewise, one padded pass after each prefix. Only ``generate``'s final
-  ``torch.multinomial`` draw is made reproducible (a last logits processor picks the
-  inverse CDF at the trial's uniforms), so all three engines draw identical samples.
+* **authors' code** (``--authors-code DIR``, the headline) — the functions of the
+  paper's repository (keyonvafa/world-model-evaluation, a checkout the user makes
+  outside this one), run on exactly the engine's prefix pairs (the same sampler and
+  seeds; each pair checked against the engine's trial record) with the same M, ε
+  and k, over the same weights, their own random sampling kept (see
+  ``scripts/authors_code.py`` for what is imported, what is stubbed and how our
+  checkpoint is put behind their model interface). Their values then differ from
+  the engine's by sampling noise only: the script prints both means with their
+  standard errors and asserts that they agree within three standard errors of the
+  difference.
+* **stand-in** — this script's own rewrite of the authors' navigation method: per
+  trial, the M samples after the first prefix drawn in ONE batched Hugging Face
+  ``generate`` call (``num_return_sequences=M``, ``do_sample=True``,
+  ``epsilon_cutoff=ε``, stopping when every row has hit a stop token), then all M
+  samples scored after the second prefix in ONE right-padded forward pass (prefix
+  recomputed per row); distinction's true boundary likewise. Only ``generate``'s
+  final ``torch.multinomial`` draw is made reproducible (a last logits processor
+  picks the inverse CDF at the trial's uniforms), so it draws the engine's samples
+  and every trial's scores must be identical (the engine's correctness check, on
+  any world). It is no speed baseline: on the navigation checkpoint the authors'
+  own code is faster (README, Speed).
 * **naive** — one trial at a time, ``generate`` run to the full length with every
   step's choice forced, every suffix rescored as a full padded sequence.
 
-    python scripts/bench_metrics.py [--task TASK] [--checkpoint DIR] [--trials 60] [--device cpu|cuda]
+    python scripts/bench_metrics.py [--task TASK] [--checkpoint DIR] [--authors-code DIR] [--trials 60]
+                                    [--rounds N] [--device cpu|cuda]
 
 Without ``--checkpoint`` it trains the task's model first (``--train-steps``); with
 one and no ``--task``, the task is the checkpoint's own ``task.toml``. It asserts
-that every trial's scores are identical across the three engines
-(``--allow-mismatch``: it counts and shows the differing trials instead), then prints
-trials per second, the ratios engine/authors (the headline) and engine/naive in
-wall-clock time and in this process's CPU time (the machine may be shared), the
-machine's load average, the rate of the world's own work alone (drawing prefix
-pairs and true boundaries: every engine does it, so it bounds every ratio), the
-rate in tokens per second (the tokens the authors' method feeds the model: both
-prefixes, every sampled token, every true-boundary token; the same count divides
-every engine's time) and, for comparison, the model's plain forward-pass
-throughput on full-context batches on the same device. ``--rounds N`` times every
-engine N times, alternating, and reports the totals. ``--skip-naive`` leaves the
-naive engine out (it is slow on big models). On a machine without osmnx/folium
-(a GPU box) run it as ``PYTHONPATH=. python scripts/bench_metrics.py ...``: only
-torch, transformers, numpy, scipy, tqdm and networkx are imported on this path.
+that every trial's scores are identical across the engine, the stand-in and the
+naive engine (``--allow-mismatch``: it counts and shows the differing trials
+instead), then prints trials per second, the ratios of the other engines' time to
+the engine's in wall-clock time and in this process's CPU time (the machine may be
+shared), the machine's load average, the rate of the world's own work alone
+(drawing prefix pairs and true boundaries: every engine does it, so it bounds every
+ratio), the rate in tokens per second (the tokens the authors' method feeds the
+model: both prefixes, every sampled token, every true-boundary token, as the
+stand-in counts them; the same count divides every engine's time) and, for
+comparison, the model's plain forward-pass throughput on full-context batches on
+the same device. ``--rounds N`` times every engine N times, alternating within the
+round (engine, authors' code, stand-in, naive), and reports the totals.
+``--skip-naive`` / ``--skip-stand-in`` leave those out. On a machine without
+osmnx/folium (a GPU box) run it as ``PYTHONPATH=. python scripts/bench_metrics.py
+...``: without ``--authors-code`` only torch, transformers, numpy, scipy, tqdm and
+networkx are imported on this path (their code adds matplotlib).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import os
+import sys
 import tempfile
 import time
 import tomllib
@@ -52,7 +71,7 @@ import numpy as np
 import torch
 
 from worldmodel.dfa import exact_boundary, first_rejection, sampled_boundary
-from worldmodel.errors import TrialSkipped
+from worldmodel.errors import TrialSkipped, WorldModelError
 from worldmodel.metrics import Settings, compression, distinction
 from worldmodel.models import HFModel
 from worldmodel.results import TrialLog, aggregate, trial_seed
@@ -403,6 +422,15 @@ def forward_throughput(model: HFModel, batch: int, seconds: float = 2.0) -> floa
     return n * batch * L / (time.perf_counter() - t0)
 
 
+def forget_prefixes(model: HFModel) -> None:
+    """Empty the lean forward's memo of recent prefixes: every timed engine run starts without them.
+
+    (A real evaluation never meets its prefixes twice; the rounds of this benchmark do.)
+    """
+    if model.lean is not None:
+        model.lean.memo = None
+
+
 def _scores(trials):
     return {t["trial"]: t.get("scores", t.get("score")) for t in trials if t["status"] == "ok"}
 
@@ -420,10 +448,59 @@ def load_checkpoint_task(task_name, ck):
         return load_task(toml)
 
 
+def authors_code_trials(name, code, world, sampler, s: Settings, engine_trials, seed: int):
+    """The authors' own code on the engine's prefix pairs: its trial records (``score`` / ``scores``).
+
+    The pairs are drawn by the engine's sampler with the engine's seeds, and each
+    is checked against the engine's record of that trial (its prefixes), so both
+    score exactly the same pairs; a trial the engine skipped is skipped here too.
+    """
+    from authors_code import seed_their_rngs
+
+    code.reset()
+    seed_their_rngs(seed)
+    ours = {t["trial"]: t for t in engine_trials if t["status"] == "ok"}
+    draw = sampler.compression_pair if name == "compression" else sampler.distinction_pair
+    trials: list = []
+    for i, _, pair in _draw_trials(name, draw, s, trials):
+        rec = ours.get(i)
+        if rec is None:
+            trials.append({"trial": i, "status": "skipped", "reason": "skipped by the engine"})
+            continue
+        if [list(pair.prefix1), list(pair.prefix2)] != [rec["prefix1"], rec["prefix2"]]:
+            raise AssertionError(f"{name} trial {i}: the pair drawn here is not the engine's")
+        base = {"trial": i, "status": "ok", "key": pair.key, "pair": rec["pair"]}
+        if name == "compression":
+            trials.append({**base, "score": code.compression_trial(pair)})
+        else:
+            precision, recall = code.distinction_trial(pair)
+            trials.append({**base, "scores": {"distinction_precision": precision, "distinction_recall": recall}})
+    return trials
+
+
+def _results(name, trials):
+    if name == "compression":
+        return {"compression_precision": aggregate("compression_precision", trials)}
+    return {k: aggregate(k, trials, k) for k in ("distinction_precision", "distinction_recall")}
+
+
+def agreement(engine: dict, theirs: dict, z: float = 3.0) -> list[tuple[str, float, float, float, float, bool]]:
+    """Per metric: (name, engine mean, its se, authors' mean, its se, within ``z`` standard errors of the difference)."""
+    out = []
+    for key, a in engine.items():
+        b = theirs[key]
+        tol = z * math.sqrt(a.stderr ** 2 + b.stderr ** 2)
+        out.append((key, a.mean, a.stderr, b.mean, b.stderr, abs(a.mean - b.mean) <= tol))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", help="task name or file (default: the checkpoint's task.toml, else toy-dfa)")
     ap.add_argument("--checkpoint")
+    ap.add_argument("--authors-code", metavar="DIR",
+                    help="a checkout of keyonvafa/world-model-evaluation: time their own functions on the engine's "
+                         "pairs (navigation and 8x8 Othello checkpoints; see scripts/authors_code.py)")
     ap.add_argument("--train-steps", type=int, default=400)
     ap.add_argument("--trials", type=int, default=60)
     ap.add_argument("--batch-trials", type=int,
@@ -434,9 +511,11 @@ def main(argv=None):
     ap.add_argument("--M", type=int, default=30)
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--skip-naive", action="store_true", help="leave the naive engine out")
+    ap.add_argument("--skip-stand-in", action="store_true", help="leave the stand-in (identical samples) out")
     ap.add_argument("--allow-mismatch", action="store_true",
                     help="report trials whose scores differ instead of failing (GPU kernels may round differently "
-                         "for differently shaped batches, moving a probability across epsilon)")
+                         "for differently shaped batches, moving a probability across epsilon), and report instead "
+                         "of failing where the authors' code disagrees beyond sampling noise")
     ap.add_argument("--metrics", default="compression,distinction")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time every engine this many times, alternating (rates and ratios over the total)")
@@ -465,6 +544,18 @@ def main(argv=None):
     if getattr(task.domain, "boundary", None) and "boundary" not in cfg:
         s.boundary = task.domain.boundary
     torch.set_grad_enabled(False)
+    code = None
+    if args.authors_code:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from authors_code import STUBBED, authors_code
+
+        try:
+            code = authors_code(Path(args.authors_code), world, model, s)
+        except WorldModelError as exc:
+            print(f"bench_metrics: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        print(f"authors' code: {Path(args.authors_code).resolve()} ({type(code).__name__}; stubbed imports: "
+              f"{', '.join(STUBBED) or 'none'})")
     # samplers may build an index on first use (Othello's pool of games): keep it out of the timings
     for draw in (sampler.compression_pair, sampler.distinction_pair):
         try:
@@ -480,11 +571,11 @@ def main(argv=None):
         _sync(model)
         return out, time.perf_counter() - t0, time.process_time() - c0
 
-    def engine_compression():
+    def engine_compression(s):
         log = TrialLog(None, {})
         return {"compression_precision": compression(world, model, sampler, s, log=log, progress=False)}, log.trials()
 
-    def engine_distinction():
+    def engine_distinction(s):
         log = TrialLog(None, {})
         return distinction(world, model, sampler, s, log=log, progress=False), log.trials()
 
@@ -494,28 +585,47 @@ def main(argv=None):
         "distinction": (engine_distinction, authors_distinction,
                         lambda: (naive_distinction(world, model, sampler, s), None)),
     }
-    load0 = os.getloadavg()
-    rows = []
+    # warm-up, untimed: two trials of each engine (first calls allocate, load kernels, build caches)
+    warm = dataclasses.replace(s, trials=min(2, s.trials))
     for name in args.metrics.split(","):
-        fast, authors, naive = engines[name]
-        t = {k: np.zeros(2) for k in ("engine", "authors", "naive", "world")}
+        fast, stand_in, _ = engines[name]
+        _, w_trials = fast(warm)
+        if code is not None:
+            authors_code_trials(name, code, world, sampler, warm, w_trials, 0)
+        if not args.skip_stand_in:
+            stand_in(world, model, sampler, warm, Counter())
+    load0 = os.getloadavg()
+    rows, agree = [], []
+    kinds = ("engine", "code", "stand-in", "naive", "world")
+    for name in args.metrics.split(","):
+        fast, stand_in, naive = engines[name]
+        t = {k: np.zeros(2) for k in kinds}
         tokens = 0
-        for _ in range(args.rounds):  # the engines alternate, so a change of machine load hits all of them
-            count = Counter()
-            (a, a_trials), *te = timed(fast)
-            (b, b_trials), *ta = timed(lambda: authors(world, model, sampler, s, count))
+        theirs: list = []
+        a = None
+        for r in range(args.rounds):  # the engines alternate, so a change of machine load hits all of them
+            forget_prefixes(model)
+            (a, a_trials), *te = timed(lambda: fast(s))
             t["engine"] += te
-            t["authors"] += ta
-            tokens += count.tokens
-            sa, sb = _scores(a_trials), _scores(b_trials)
-            differ = sorted(k for k in set(sa) | set(sb) if sa.get(k) != sb.get(k))
-            if differ:
-                print(f"{name}: {len(differ)} of {len(sa | sb)} trials differ between engine and authors: "
-                      + "; ".join(f"trial {k}: {sa.get(k)} vs {sb.get(k)}" for k in differ[:5]))
-            if not args.allow_mismatch:
-                assert not differ, name
-                for key in a:
-                    assert a[key].to_dict() == b[key].to_dict(), (key, a[key], b[key])
+            if code is not None:
+                seed = trial_seed(s.seed, f"authors-code:{name}", r)
+                c_trials, *tc = timed(lambda: authors_code_trials(name, code, world, sampler, s, a_trials, seed))
+                t["code"] += tc
+                theirs += c_trials
+            if not args.skip_stand_in:
+                count = Counter()
+                (b, b_trials), *ta = timed(lambda: stand_in(world, model, sampler, s, count))
+                t["stand-in"] += ta
+                tokens += count.tokens
+                sa, sb = _scores(a_trials), _scores(b_trials)
+                differ = sorted(k for k in set(sa) | set(sb) if sa.get(k) != sb.get(k))
+                if differ:
+                    print(f"{name}: {len(differ)} of {len(sa | sb)} trials differ between engine and stand-in: "
+                          + "; ".join(f"trial {k}: {sa.get(k)} vs {sb.get(k)}" for k in differ[:5]))
+                if not args.allow_mismatch:
+                    assert not differ, name
+                    for key in a:
+                        assert a[key].to_dict() == b[key].to_dict(), (key, a[key], b[key])
             if not args.skip_naive:
                 (c, _), *tn = timed(naive)
                 t["naive"] += tn
@@ -524,6 +634,8 @@ def main(argv=None):
                         assert a[key].to_dict() == c[key].to_dict(), (key, a[key], c[key])
             _, *tw = timed(lambda: world_only(name, world, sampler, s))
             t["world"] += tw
+        if code is not None:
+            agree += agreement(a, _results(name, theirs))
         rows.append((name, t, tokens, ", ".join(f"{k}={v.mean:.3f}" for k, v in a.items())))
     load1 = os.getloadavg()
     fwd = forward_throughput(model, 64 if args.device == "cpu" else 512, args.forward_seconds)
@@ -531,25 +643,37 @@ def main(argv=None):
     n_params = sum(p.numel() for p in model.model.parameters())
     n = s.trials * args.rounds
     print(f"task {task.name}, checkpoint {ck} ({n_params / 1e6:.2f}M parameters), device {dev}; {s.trials} trials "
-          f"x {args.rounds} round(s), M={s.M}, {s.acceptance}, keep_top={_keep_top(s)}, batch_trials={s.batch_trials}, "
+          f"x {args.rounds} round(s), M={s.M}, {s.acceptance}, k={s.k}, boundary={s.boundary}, "
+          f"keep_top={_keep_top(s)}, batch_trials={s.batch_trials}, "
           f"wave: up to {model.wave_trials} trials ({model.wave_bytes / 2**20:.0f} MiB), "
           f"engine forward: {'lean GPT-2' if model.lean is not None else 'transformers'}")
     print(f"machine load (1-min average) {load0[0]:.1f} before, {load1[0]:.1f} after; {os.cpu_count()} CPUs")
-    print(f"{'metric':<12} {'engine/s':>9} {'authors/s':>9} {'naive/s':>8} {'vs authors':>10} {'vs naive':>8} "
-          f"{'CPU: vs authors':>15} {'vs naive':>8} {'world/s':>8} {'engine tok/s':>12} {'authors tok/s':>13}  "
-          "values (identical in all engines)")
+    print(f"{'metric':<12} {'engine/s':>9} {'code/s':>8} {'stand-in/s':>10} {'naive/s':>8} "
+          f"{'vs code':>8} {'(CPU)':>7} {'vs stand-in':>11} {'(CPU)':>7} {'vs naive':>8} {'(CPU)':>7} "
+          f"{'world/s':>8} {'engine tok/s':>12} {'stand-in tok/s':>14}  values (engine)")
     for name, t, tokens, vals in rows:
         def rate(k):
             return f"{n / t[k][0]:.2f}" if t[k][0] else "-"
 
         def ratio(k, i):
-            return f"{t[k][i] / t['engine'][i]:.1f}x" if t[k][i] else "-"
+            return f"{t[k][i] / t['engine'][i]:.1f}x" if t[k][0] else "-"
 
-        print(f"{name:<12} {rate('engine'):>9} {rate('authors'):>9} {rate('naive'):>8} {ratio('authors', 0):>10} "
-              f"{ratio('naive', 0):>8} {ratio('authors', 1):>15} {ratio('naive', 1):>8} {rate('world'):>8} "
-              f"{tokens / t['engine'][0]:12.0f} {tokens / t['authors'][0]:13.0f}  {vals}")
+        tok_e = f"{tokens / t['engine'][0]:.0f}" if tokens else "-"
+        tok_s = f"{tokens / t['stand-in'][0]:.0f}" if tokens else "-"
+        print(f"{name:<12} {rate('engine'):>9} {rate('code'):>8} {rate('stand-in'):>10} {rate('naive'):>8} "
+              f"{ratio('code', 0):>8} {ratio('code', 1):>7} {ratio('stand-in', 0):>11} {ratio('stand-in', 1):>7} "
+              f"{ratio('naive', 0):>8} {ratio('naive', 1):>7} {rate('world'):>8} {tok_e:>12} {tok_s:>14}  {vals}")
     print(f"plain forward pass (full-context batches, no cache): {fwd:,.0f} tokens/s; world/s: the world's own work "
           "alone (drawing the prefix pairs and true boundaries every engine needs), the ceiling for any engine")
+    if agree:
+        print(f"authors' code on the engine's pairs ({args.rounds} round(s) pooled; their own sampling) against the "
+              "engine: mean (standard error)")
+        for key, m1, se1, m2, se2, ok in agree:
+            print(f"  {key:<22} engine {m1:.3f} ({se1:.3f})  authors' code {m2:.3f} ({se2:.3f})  "
+                  f"{'agree' if ok else 'DIFFER'} (|difference| {'<=' if ok else '>'} 3 se)")
+        bad = [k for k, *_, ok in agree if not ok]
+        if bad and not args.allow_mismatch:
+            raise SystemExit(f"the authors' code and the engine disagree beyond sampling noise on {', '.join(bad)}")
 
 
 if __name__ == "__main__":
