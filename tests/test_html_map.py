@@ -31,6 +31,18 @@ def test_html_map_loads_nothing_from_the_network(tmp_path, monkeypatch):
     assert html.count("L.polyline(") > 20
 
 
+def test_html_map_has_a_title_and_a_legend(tmp_path, monkeypatch):
+    """The page says what it shows: a <title>, the run's heading, and a key to every colour drawn."""
+    html = _reconstruct(tmp_path, monkeypatch, "rec").read_text()
+    title = re.search(r"<title>(.*?)</title>", html)
+    assert title and title.group(1).startswith("nav-grid-tiny: ") and "new edges" in title.group(1)
+    legend = html[html.index('id="worldmodel-legend"'):]
+    assert "paper algorithm, max degree 4" in legend
+    assert "true street, used by a sequence" in legend and "true street, unused" in legend
+    for d, colour in draw._DIR_COLOURS.items():          # --color-by direction: one swatch per direction
+        assert f"new edge heading {d}" in legend and colour in legend
+
+
 def _chromium() -> str | None:
     return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 

@@ -537,3 +537,239 @@ def test_results_are_named_and_seeded_per_metric_and_show_progress_by_default(tm
     assert per_seq.name == "next_token" and per_seq.mean == 1.0 and per_seq.n == 1 and per_seq.n_failed == 1
     none = probe(world, TrueWorldModel(world), seqs, Settings(), progress=False)
     assert none.name == "probe"
+
+
+# ---------------------------------------------------------------------------
+# distinction, probe and the trial runner: what their survivors of the mutation run could change
+# ---------------------------------------------------------------------------
+
+
+def _bar_segments(err: str, name: str) -> list[str]:
+    """The successive states of the progress bar named ``name`` (tqdm redraws with carriage returns)."""
+    return [seg for seg in err.replace("\n", "\r").split("\r") if seg.startswith(f"{name}: ")]
+
+
+def test_distinction_is_named_seeded_and_shows_progress_by_default(tmp_path, capsys):
+    from worldmodel.results import trial_seed
+
+    log = TrialLog(tmp_path / "d.jsonl", {})
+    res = distinction(WORLD, TrueWorldModel(SPLIT), FixedPairs(WORLD, COMP, DIST), settings(trials=4, M=2, seed=3), log)
+    assert res["distinction_precision"].name == "distinction_precision"
+    assert res["distinction_recall"].name == "distinction_recall"
+    assert [t["seed"] for t in log.trials()] == [trial_seed(3, "distinction", i) for i in range(4)]
+    err = capsys.readouterr().err
+    bars = _bar_segments(err, "distinction")
+    assert bars and bars[0].startswith("distinction:   0%|") and " 0/4 " in bars[0]
+    assert err.replace("\n", "\r").split("\r")[-1].strip() == ""          # the bar is cleared when done (leave=False)
+
+
+def test_runner_progress_counts_resumed_trials_and_returns_only_the_trials_asked(tmp_path, capsys):
+    log = TrialLog(tmp_path / "r.jsonl", {})
+    compression(WORLD, TrueWorldModel(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=3, M=2), log,
+                progress=False)
+    assert capsys.readouterr().err == ""                                  # progress=False: no bar at all
+    again = TrialLog(tmp_path / "r.jsonl", {})
+    res = compression(WORLD, TrueWorldModel(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=5, M=2), again)
+    bars = _bar_segments(capsys.readouterr().err, "compression")
+    assert bars[0].startswith("compression:  60%|") and " 3/5 " in bars[0]
+    assert res.n == 5
+    fewer = TrialLog(tmp_path / "r.jsonl", {})                            # the log holds 5 trials; ask for 2
+    res = compression(WORLD, TrueWorldModel(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=2, M=2), fewer,
+                      progress=False)
+    assert res.n == 2
+
+
+def test_distinction_recall_is_one_where_the_true_boundary_is_empty(tmp_path):
+    """Two states with the same valid tokens differ only deeper than k: empty true boundary, recall 1."""
+    # 0 -a-> 1, 0 -b-> 2; 1 -a-> 3; 2 -a-> 0; 3 -c-> 0: states 1 and 2 both allow only 'a' (k = 1 sees nothing)
+    world = ExplicitDFA([[1, 2, -1], [3, -1, -1], [0, -1, -1], [-1, -1, 0]], TOKENS, name="deep")
+    pairs = [(("a",), ("b",))]
+    log = TrialLog(tmp_path / "e.jsonl", {})
+    res = distinction(world, TrueWorldModel(world), FixedPairs(world, pairs, pairs),
+                      Settings(M=5, k=1, trials=3, max_sample_len=1), log, progress=False)
+    assert res["distinction_recall"].mean == 1.0 and res["distinction_recall"].n == 3
+    assert all(t["true_boundary_size"] == 0 for t in log.trials())
+
+
+def test_distinction_refuses_an_unknown_boundary_kind():
+    s = Settings(M=2, k=1, trials=1)
+    s.boundary = "guessed"
+    with pytest.raises(Exception, match="boundary must be 'exact' or 'sampled', not 'guessed'"):
+        distinction(WORLD, TrueWorldModel(WORLD), FixedPairs(WORLD, COMP, DIST), s, progress=False)
+
+
+def test_a_capped_true_boundary_is_a_subset_drawn_without_replacement(tmp_path):
+    """max_boundary keeps distinct suffixes: with one of four recalled, a trial's recall is 0 or 1/3, never 2/3."""
+    tokens = ["a", "b", "c", "d", "e"]
+    wide = ExplicitDFA([[1, 0, 0, 0, 0], [1, -1, -1, -1, -1]], tokens)
+    # the model allows a, b after the first prefix and only a after the second: of b, c, d, e it recalls b only
+    model = TrueWorldModel(ExplicitDFA([[1, 0, -1, -1, -1], [1, -1, -1, -1, -1]], tokens))
+    pairs = [((), ("a",))]
+    log = TrialLog(tmp_path / "cap.jsonl", {})
+    distinction(wide, model, FixedPairs(wide, pairs, pairs), Settings(M=4, k=1, trials=40, max_sample_len=1,
+                                                                      max_boundary=3), log, progress=False)
+    recalls = [t["scores"]["distinction_recall"] for t in log.trials()]
+    assert set(np.round(recalls, 6)) == {0.0, round(1 / 3, 6)}
+
+
+class _OneHot(TrueWorldModel):
+    """Hidden state = a one-hot of the true state after each prefix (an unknown state: zeros)."""
+
+    has_hidden_states = True
+
+    def __init__(self, world, noise=0.0, offset=0.0):
+        super().__init__(world)
+        self.noise, self.offset = noise, offset
+
+    def hidden_states(self, sequences):
+        r = np.random.default_rng(7)
+        out = []
+        for s in sequences:
+            rows = []
+            for j in range(len(s) + 1):
+                q = run(self.world, s[:j])
+                v = np.zeros(self.world.n_states)
+                if isinstance(q, (int, np.integer)) and q >= 0:
+                    v[q] = 1.0
+                rows.append(v * 3.0 + self.offset + self.noise * r.normal(size=v.shape))
+            out.append(np.stack(rows))
+        return out
+
+
+class _TwoTargets(ExplicitDFA):
+    """Two probe targets per state (the state, and its parity), as numpy int8 (an int array of another width)."""
+
+    def probe_targets(self, state):
+        return np.array([state, state % 2], dtype=np.int8)
+
+
+def _reference_probe(world, model, seqs, s):
+    """The probe as its docstring defines it, written out step by step (the test's own copy of the spec)."""
+    import math
+
+    import torch
+
+    from worldmodel.dfa import REJECT
+    from worldmodel.results import trial_seed
+
+    seqs = list(seqs)[: s.probe_sequences]
+    feats, labels, owner = [], [], []
+    for i, (seq, h) in enumerate(zip(seqs, model.hidden_states(seqs))):
+        state = world.initial_state()
+        for j, tok in enumerate(seq, 1):
+            state = world.step(state, tok)
+            if state is REJECT:
+                break
+            y = world.probe_targets(state)
+            if y is not None:
+                feats.append(h[j])
+                labels.append([int(v) for v in y])
+                owner.append(i)
+    order = np.random.default_rng(trial_seed(s.seed, "probe", 0)).permutation(len(seqs))
+    held = set(order[: max(1, len(seqs) // 5)].tolist())
+    test = torch.tensor([o in held for o in owner])
+    X = torch.tensor(np.stack(feats), dtype=torch.float32)
+    Y = torch.tensor(labels, dtype=torch.int64)
+    X = (X - X[~test].mean(0)) / (X[~test].std(0) + 1e-6)          # standardised by the training positions
+    targets, classes = Y.shape[1], int(Y.max()) + 1
+    torch.manual_seed(trial_seed(s.seed, "probe", 1))
+    lin = torch.nn.Linear(X.shape[1], targets * classes)
+    opt = torch.optim.Adam(lin.parameters(), lr=s.probe_lr)
+    Xtr, Ytr = X[~test], Y[~test]
+    for _ in range(s.probe_epochs):
+        perm = torch.randperm(len(Xtr))
+        for b in range(0, len(Xtr), s.probe_batch):
+            idx = perm[b:b + s.probe_batch]
+            loss = torch.nn.functional.cross_entropy(lin(Xtr[idx]).view(len(idx), targets, classes)
+                                                     .reshape(-1, classes), Ytr[idx].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        acc = float((lin(X[test]).view(int(test.sum()), targets, classes).argmax(-1) == Y[test]).float().mean())
+    n = int(test.sum())
+    return acc, math.sqrt(acc * (1 - acc) / n), n, len(held)
+
+
+@pytest.mark.parametrize("noise,offset,n_seqs", [(0.8, 0.0, 9), (1.5, 40.0, 23)])
+def test_probe_is_exactly_the_documented_computation(noise, offset, n_seqs):
+    """Noisy features far from the origin: the probe's accuracy, error, count and split equal the spec's."""
+    world = _TwoTargets([[1, 2, -1], [3, -1, 0], [0, 3, -1], [-1, 1, 2]], TOKENS, name="two")
+    rng = np.random.default_rng(5)
+    seqs = [random_walk(world, 0, int(rng.integers(2, 9)), rng) for _ in range(n_seqs)]
+    s = Settings(probe_epochs=3, probe_batch=5, seed=2)
+    got = probe(world, _OneHot(world, noise, offset), seqs, s, progress=False)
+    acc, se, n, groups = _reference_probe(world, _OneHot(world, noise, offset), seqs, s)
+    assert 0 < acc < 1
+    assert (got.name, got.mean, got.stderr, got.n, got.n_failed, got.n_groups) == ("probe", acc, se, n, 0, groups)
+
+
+def test_probe_skips_positions_without_targets_and_reads_the_rest_of_the_sequence():
+    class Partial(ExplicitDFA):
+        def probe_targets(self, state):
+            return None if state == 1 else np.array([state])
+
+    world = Partial([[1, 1, -1], [1, -1, 0]], TOKENS, name="partial")
+    seqs = [("a", "c", "b", "c")] * 10                      # states 1 0 1 0: two positions with targets each
+    res = probe(world, _OneHot(world), seqs, Settings(probe_epochs=1), progress=False)
+    assert res.n == 2 * 2 and res.n_groups == 2              # two held-out sequences, both target positions
+
+
+def test_probe_degenerate_results_are_complete():
+    world = random_dfa(6, 3, 1)
+    rng = np.random.default_rng(0)
+    seqs = [random_walk(world, 0, 10, rng) for _ in range(6)]
+
+    class NoTargets(ExplicitDFA):
+        def probe_targets(self, state):
+            return None
+
+    cases = [probe(world, TrueWorldModel(world), seqs, Settings(), progress=False),
+             probe(world, _OneHot(world), seqs[:1], Settings(), progress=False),
+             probe(NoTargets(world.delta, world.tokens, name="blank"), _OneHot(world), seqs, Settings(),
+                   progress=False)]
+    for r in cases:
+        assert r.name == "probe" and r.n == 0 and r.n_failed == 1 and r.n_groups == 0
+        assert np.isnan(r.mean) and np.isnan(r.stderr) and sum(r.failures.values()) == 1
+
+
+def test_probe_shows_progress_by_default_and_clears_it(capsys):
+    world = random_dfa(6, 3, 1)
+    rng = np.random.default_rng(0)
+    seqs = [random_walk(world, 0, 10, rng) for _ in range(10)]
+    probe(world, _OneHot(world), seqs, Settings(probe_epochs=4))
+    err = capsys.readouterr().err
+    bars = _bar_segments(err, "probe")
+    assert bars and " 0/4 " in bars[0]
+    assert err.replace("\n", "\r").split("\r")[-1].strip() == ""
+    probe(world, _OneHot(world), seqs, Settings(probe_epochs=4), progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_probe_trains_on_the_models_device(monkeypatch):
+    """Every tensor and the regression go to ``model.device`` (on a CPU-only machine: recorded, not seen)."""
+    import torch
+
+    world = random_dfa(6, 3, 1)
+    rng = np.random.default_rng(0)
+    seqs = [random_walk(world, 0, 10, rng) for _ in range(10)]
+    moved = []
+    real_tensor_to, real_module_to = torch.Tensor.to, torch.nn.Module.to
+
+    def tensor_to(self, *args, **kwargs):
+        moved.append(("tensor", args[0] if args else kwargs.get("device")))
+        return real_tensor_to(self, *args, **kwargs)
+
+    def module_to(self, *args, **kwargs):
+        moved.append(("module", args[0] if args else kwargs.get("device")))
+        return real_module_to(self, *args, **kwargs)
+
+    model = _OneHot(world)
+    model.device = "cpu"
+    monkeypatch.setattr(torch.Tensor, "to", tensor_to)
+    monkeypatch.setattr(torch.nn.Module, "to", module_to)
+    probe(world, model, seqs, Settings(probe_epochs=2), progress=False)
+    monkeypatch.undo()
+    assert ("module", torch.device("cpu")) in moved
+    assert sum(1 for kind, d in moved if kind == "tensor") >= 3 + 2      # X, Y, the test mask, a batch order per epoch
+    assert all(d == torch.device("cpu") for _, d in moved), moved

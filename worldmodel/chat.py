@@ -47,7 +47,7 @@ import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -66,6 +66,17 @@ class Backend(ABC):
     @abstractmethod
     def ask(self, prompts: Sequence[str]) -> list[str]:
         """One response per prompt, in order."""
+
+    def answers(self, prompts: Sequence[str]):
+        """``(index, response)`` pairs as the answers arrive (any order); :class:`CachedBackend` caches each at once.
+
+        The default asks the whole batch with :meth:`ask`; a backend that answers prompts one by
+        one (HTTP) overrides it.
+        """
+        got = self.ask(prompts)
+        if len(got) != len(prompts):
+            raise RuntimeError(f"backend {self.backend} returned {len(got)} answers for {len(prompts)} prompts")
+        yield from enumerate(got)
 
     #: how many prompts :class:`CachedBackend` hands over at a time (each batch is cached when done)
     batch_size: int = 64
@@ -120,32 +131,57 @@ def cache_key(backend: str, model: str, prompt: str) -> str:
 
 
 class ResponseCache:
-    """Prompt/response pairs keyed by (backend, model, prompt); ``path=None`` keeps them in memory."""
+    """Prompt/response pairs keyed by (backend, model, prompt); ``path=None`` keeps them in memory.
+
+    A cache file has one writer: opening it claims it (:func:`worldmodel.safety.claim`), so two
+    runs given the same ``--cache`` do not interleave their lines; the second stops with one
+    line naming the first. A torn last line is dropped by writing the good lines to a new file
+    renamed over the old one. A key cached twice with different answers, a response over
+    :data:`MAX_RESPONSE_BYTES`, or a line that is not an entry is an error naming the line.
+    """
 
     def __init__(self, path: str | Path | None):
+        from .safety import claim
+
         self.path = Path(path) if path else None
         self._data: dict[str, str] = {}
         self._lock = threading.Lock()
         self._fh = None
-        if self.path is not None and self.path.exists():
-            self._load()
+        self._claim = None
+        if self.path is not None:
+            self._claim = claim(self.path, "response cache")
+            try:
+                if self.path.exists():
+                    self._load()
+            except BaseException:
+                self._claim.release()
+                raise
 
     def _load(self) -> None:
-        raw = self.path.read_bytes()
-        if raw and not raw.endswith(b"\n"):
-            # a run killed mid-write: drop the partial last line
-            cut = raw.rfind(b"\n") + 1
-            raw = raw[:cut]
-            with self.path.open("r+b") as f:
-                f.truncate(cut)
-        for lineno, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+        from .safety import decode_utf8, loads_json, read_bytes, rewrite_lines
+
+        raw = read_bytes(self.path, "log", "response cache")
+        torn = bool(raw) and not raw.endswith(b"\n")
+        if torn:   # a run killed mid-write: drop the partial last line (a new file, renamed over the old)
+            raw = raw[:raw.rfind(b"\n") + 1]
+        lines = decode_utf8(raw, f"response cache {self.path}").splitlines()
+        for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                entry = json.loads(line)
-                self._data[str(entry["key"])] = str(entry["response"])
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise WorldModelError(f"response cache {self.path}:{lineno} is not a cache entry") from None
+            where = f"response cache {self.path}:{lineno}"
+            entry = loads_json(line, where)
+            if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) \
+                    or not isinstance(entry.get("response"), str):
+                raise WorldModelError(f"{where} is not a cache entry")
+            key, response = entry["key"], entry["response"]
+            if len(response.encode("utf-8", "surrogatepass")) > MAX_RESPONSE_BYTES:
+                raise WorldModelError(f"{where} holds a response of more than {MAX_RESPONSE_BYTES:,} bytes")
+            if key in self._data and self._data[key] != response:
+                raise WorldModelError(f"{where} caches a second, different answer to one prompt "
+                                      "(two runs wrote this cache?)")
+            self._data[key] = response
+        if torn:
+            rewrite_lines(self.path, lines, "response cache")
 
     def __len__(self) -> int:
         return len(self._data)
@@ -161,18 +197,27 @@ class ResponseCache:
             self._data[key] = response
             if self.path is None:
                 return
-            if self._fh is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fh = self.path.open("a", encoding="utf-8")
-            entry = {"key": key, "backend": backend, "model": model, "prompt": prompt, "response": response}
-            self._fh.write(json.dumps(entry) + "\n")
-            self._fh.flush()
+            from .safety import writing
+
+            with writing(self.path, "response cache"):
+                if self._fh is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._fh = self.path.open("a", encoding="utf-8")
+                entry = {"key": key, "backend": backend, "model": model, "prompt": prompt, "response": response}
+                self._fh.write(json.dumps(entry) + "\n")
+                self._fh.flush()
 
     def close(self) -> None:
         with self._lock:
             if self._fh is not None:
-                self._fh.close()
+                try:
+                    self._fh.close()
+                except OSError:
+                    pass
                 self._fh = None
+            if self._claim is not None:
+                self._claim.release()
+                self._claim = None
 
 
 # ---------------------------------------------------------------------------
@@ -187,7 +232,84 @@ class _Retry(Exception):
         self.wait = wait
 
 
+class _Cancelled(Exception):
+    """The run has failed or was interrupted: requests still in flight stop without retrying."""
+
+
 RETRY_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+#: The most bytes one answer may take (the HTTP body, and a cached response); more is refused.
+MAX_RESPONSE_BYTES = 4 << 20
+
+
+class _Request:
+    """One HTTP request in flight: its sockets, so that a deadline or a cancel can cut them.
+
+    The socket itself is kept (not the connection object): once the headers are read,
+    ``http.client`` hands the socket to the response and drops it from the connection.
+    """
+
+    def __init__(self):
+        self.socks: list = []
+        self.expired = False
+        self.cancelled = False
+        self._lock = threading.Lock()
+
+    def add(self, sock) -> None:
+        with self._lock:
+            self.socks.append(sock)
+            cut = self.expired or self.cancelled
+        if cut:
+            self._cut(sock)
+
+    def cut(self, expired: bool = False) -> None:
+        with self._lock:
+            if expired:
+                self.expired = True
+            else:
+                self.cancelled = True
+            socks = list(self.socks)
+        for sock in socks:
+            self._cut(sock)
+
+    @staticmethod
+    def _cut(sock) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)   # a recv blocked in another thread returns at once
+        except OSError:
+            pass
+
+
+_current = threading.local()
+
+
+def _tracked(cls):
+    """A connection class whose sockets join the calling thread's :class:`_Request` as they connect."""
+
+    def make(*args, **kwargs):
+        conn = cls(*args, **kwargs)
+        req = getattr(_current, "request", None)
+        if req is not None:
+            connect = conn.connect
+
+            def tracked_connect():
+                connect()
+                if conn.sock is not None:
+                    req.add(conn.sock)
+
+            conn.connect = tracked_connect
+        return conn
+
+    return make
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_tracked(http.client.HTTPConnection), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_tracked(http.client.HTTPSConnection), req, context=self._context)
 
 
 class OpenAIChatBackend(Backend):
@@ -202,6 +324,12 @@ class OpenAIChatBackend(Backend):
     capped at ``max_backoff``; a ``Retry-After`` header is honoured within the cap)
     on 408/409/425/429, 5xx, timeouts, connection errors and bodies that are not a
     chat completion; other HTTP errors stop the run with one line naming the status.
+
+    Bounds: ``timeout`` is the whole request's deadline (connecting, sending, and every
+    byte of the answer: a server that drips bytes is cut off when it passes), and an
+    answer of more than ``max_response_bytes`` stops the run with one line (nothing of it
+    is cached). When one prompt fails for good, or the run is interrupted (Ctrl-C), every
+    request in flight is cut and no prompt is retried again: the run stops at once.
     """
 
     backend = "openai"
@@ -212,6 +340,7 @@ class OpenAIChatBackend(Backend):
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", *,
                  max_tokens: int = 1000, timeout: float = 120.0, max_retries: int = 6,
                  backoff: float = 1.0, max_backoff: float = 60.0, concurrency: int = 4,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES,
                  sleep: Callable[[float], None] = time.sleep):
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise WorldModelError(f"--base-url must start with http:// or https://, got {base_url!r}")
@@ -221,6 +350,10 @@ class OpenAIChatBackend(Backend):
             raise WorldModelError(f"concurrency must be at least 1, got {concurrency}")
         if max_retries < 0:
             raise WorldModelError(f"max_retries must be >= 0, got {max_retries}")
+        if not timeout > 0:
+            raise WorldModelError(f"--timeout must be positive, got {timeout}")
+        if max_response_bytes < 1:
+            raise WorldModelError(f"--max-response-bytes must be at least 1, got {max_response_bytes}")
         self.base_url = base_url.rstrip("/")
         self.url = self.base_url + "/chat/completions"
         self.model = model
@@ -232,11 +365,16 @@ class OpenAIChatBackend(Backend):
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.concurrency = int(concurrency)
-        self.batch_size = max(16, 4 * self.concurrency)
+        self.max_response_bytes = int(max_response_bytes)
+        # answers are cached one by one as they arrive and the pool bounds what is in flight: no batching needed
+        self.batch_size = 1 << 16
         self._sleep = sleep
         self.requests_sent = 0
         self.retries = 0
         self._count_lock = threading.Lock()
+        self._opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+        self._inflight: set[_Request] = set()
+        self._inflight_lock = threading.Lock()
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIChatBackend(base_url={self.base_url!r}, model={self.model!r})"
@@ -251,7 +389,31 @@ class OpenAIChatBackend(Backend):
             h["Authorization"] = f"Bearer {self.__key}"
         return h
 
-    def _once(self, prompt: str) -> str:
+    def _too_big(self, got: int | str) -> WorldModelError:
+        return WorldModelError(f"{self.url} answered more than {self.max_response_bytes:,} bytes ({got}) for one "
+                               f"prompt to model {self.model!r}; refused (raise --max-response-bytes if that is meant)")
+
+    def _read_body(self, resp, request: _Request) -> bytes:
+        length = resp.headers.get("Content-Length")
+        if length and length.strip().isdigit() and int(length) > self.max_response_bytes:
+            raise self._too_big(f"Content-Length {int(length):,}")
+        chunks, got = [], 0
+        while True:
+            chunk = resp.read1(1 << 16)
+            if not chunk:
+                break
+            got += len(chunk)
+            if got > self.max_response_bytes:
+                raise self._too_big(f"{got:,} so far")
+            chunks.append(chunk)
+        if request.expired or request.cancelled:
+            raise OSError("cut")
+        raw = b"".join(chunks)
+        if length and length.strip().isdigit() and len(raw) < int(length):
+            raise _Retry(f"the connection closed after {len(raw)} of {int(length)} bytes")
+        return raw
+
+    def _once(self, prompt: str, cancel: threading.Event | None = None) -> str:
         payload = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                    "temperature": self.temperature}
         if self.max_tokens > 0:  # 0 leaves the limit to the server (some models refuse max_tokens)
@@ -260,9 +422,18 @@ class OpenAIChatBackend(Backend):
         req = urllib.request.Request(self.url, data=body, headers=self._headers(), method="POST")
         with self._count_lock:
             self.requests_sent += 1
+        request = _Request()
+        timer = threading.Timer(self.timeout, request.cut, kwargs={"expired": True})
+        timer.daemon = True
+        with self._inflight_lock:
+            self._inflight.add(request)
+        if cancel is not None and cancel.is_set():
+            request.cut()
+        _current.request = request
+        timer.start()
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
+            with self._opener.open(req, timeout=self.timeout) as resp:
+                raw = self._read_body(resp, request)
         except urllib.error.HTTPError as exc:
             status = exc.code
             wait = None
@@ -272,14 +443,26 @@ class OpenAIChatBackend(Backend):
                     wait = float(retry_after)
                 except ValueError:
                     wait = None
-            detail = _short(exc.read() if exc.fp else b"")
+            try:
+                detail = _short(exc.read(4096) if exc.fp else b"")
+            except (OSError, http.client.HTTPException):
+                detail = ""
             exc.close()
             if status in RETRY_STATUS:
                 raise _Retry(f"HTTP {status}", wait) from None
             raise WorldModelError(f"{self.url} answered HTTP {status} for model {self.model!r}: {detail}") from None
-        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, socket.timeout, TimeoutError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            if request.cancelled:
+                raise _Cancelled() from None
+            if request.expired:
+                raise _Retry(f"no complete answer within {self.timeout:g} s") from None
             reason = getattr(exc, "reason", exc)
             raise _Retry(f"{type(exc).__name__}: {reason}") from None
+        finally:
+            timer.cancel()
+            _current.request = None
+            with self._inflight_lock:
+                self._inflight.discard(request)
         try:
             data = json.loads(raw)
             message = data["choices"][0]["message"]
@@ -292,11 +475,24 @@ class OpenAIChatBackend(Backend):
             raise _Retry("malformed response body: content is not a string")
         return content
 
-    def ask_one(self, prompt: str) -> str:
+    def _wait(self, delay: float, cancel: threading.Event | None) -> None:
+        if self._sleep is not time.sleep:       # an injected clock (tests)
+            self._sleep(delay)
+        elif cancel is not None:
+            cancel.wait(delay)
+        else:
+            time.sleep(delay)
+        if cancel is not None and cancel.is_set():
+            raise _Cancelled()
+
+    def ask_one(self, prompt: str, cancel: threading.Event | None = None) -> str:
+        """One prompt's answer, retried; stops without retrying once ``cancel`` is set (the run has failed)."""
         last = ""
         for attempt in range(self.max_retries + 1):
+            if cancel is not None and cancel.is_set():
+                raise _Cancelled()
             try:
-                return self._once(prompt)
+                return self._once(prompt, cancel)
             except _Retry as r:
                 last = r.why
                 if attempt == self.max_retries:
@@ -306,17 +502,44 @@ class OpenAIChatBackend(Backend):
                 delay = min(self.max_backoff, self.backoff * (2 ** attempt))
                 if r.wait is not None:
                     delay = min(self.max_backoff, max(delay, r.wait))
-                self._sleep(delay)
+                self._wait(delay, cancel)
         raise WorldModelError(
             f"{self.url} failed {self.max_retries + 1} times for model {self.model!r} (last: {last}); "
             "answers so far are cached, rerun to resume"
         )
 
-    def ask(self, prompts):
+    def _cut_all(self) -> None:
+        with self._inflight_lock:
+            live = list(self._inflight)
+        for request in live:
+            request.cut()
+
+    def answers(self, prompts):
+        """``(index, response)`` for each prompt as its answer arrives (up to ``concurrency`` in flight).
+
+        The first prompt that fails for good, an interrupt, or the caller stopping early
+        cuts every request in flight and cancels the rest; no thread is left behind.
+        """
         if not prompts:
-            return []
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(self.ask_one, prompts))
+            return
+        cancel = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        try:
+            futures = {}
+            for i, p in enumerate(prompts):
+                futures[pool.submit(self.ask_one, p, cancel)] = i
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+        except BaseException:
+            cancel.set()          # nothing retries any more, waits end at once
+            self._cut_all()       # requests in flight are cut
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def ask(self, prompts):
+        got: dict[int, str] = dict(self.answers(prompts))
+        return [got[i] for i in range(len(prompts))]
 
 
 def _short(raw: bytes | str, limit: int = 200) -> str:
@@ -431,17 +654,20 @@ class CachedBackend(Backend):
         bar = tqdm(total=len(todo), desc=f"asking {self.backend}:{_short(self.model, 40)}", unit="prompt",
                    disable=not self.progress or not todo)
         step = max(1, self.inner.batch_size)
-        for i in range(0, len(todo), step):
-            chunk = todo[i:i + step]
-            got = self.inner.ask(chunk)
-            if len(got) != len(chunk):
-                raise RuntimeError(f"backend {self.backend} returned {len(got)} answers for {len(chunk)} prompts")
-            for p, r in zip(chunk, got):
-                self.cache.put(self.backend, self.model, p, r)
-                answers[p] = r
-            self.asked += len(chunk)
-            bar.update(len(chunk))
-        bar.close()
+        try:
+            for i in range(0, len(todo), step):
+                chunk = todo[i:i + step]
+                for j, r in self.inner.answers(chunk):   # each answer is cached the moment it arrives
+                    p = chunk[j]
+                    self.cache.put(self.backend, self.model, p, r)
+                    answers[p] = r
+                    self.asked += 1
+                    bar.update(1)
+            missing = [p for p in todo if p not in answers]
+            if missing:
+                raise RuntimeError(f"backend {self.backend} gave no answer for {len(missing)} prompts")
+        finally:
+            bar.close()
         return [answers[p] for p in prompts]
 
     def close(self):
@@ -508,13 +734,10 @@ class ChatReport:
 
     def write_trials(self, path: str | Path) -> None:
         """Every trial as one JSON line, ``{"metric": ..., **trial}`` without its prompts; replaced whole."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("w") as f:
-            for metric, trials in self.trials.items():
-                for t in trials:
-                    f.write(json.dumps({"metric": metric, **{k: v for k, v in t.items() if k != "prompts"}}) + "\n")
-        tmp.replace(path)
+        from .safety import atomic_write
+
+        atomic_write(Path(path), (json.dumps({"metric": metric, **{k: v for k, v in t.items() if k != "prompts"}})
+                                  + "\n" for metric, trials in self.trials.items() for t in trials), "trials")
 
 
 # ---------------------------------------------------------------------------

@@ -25,18 +25,24 @@ This module only assembles the subcommands: the core ones from
 share is in :mod:`worldmodel.commands.common`.
 
 Bad input stops with one line ``worldmodel: error: ...`` and exit code 2; pass
-``--debug`` for the traceback.
+``--debug`` for the traceback. So does what the machine can refuse: a full disk, a read-only
+folder (any ``OSError``: the file and the cause) and an allocation that fails under a memory
+limit. Ctrl-C exits 130 (SIGTERM 143) with one line. A command with ``--out`` claims it first
+(:func:`worldmodel.safety.claim`): a second run on the same ``--out`` stops with one line naming
+the first.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 
 from . import registry
 from .commands import core, simulators
-from .errors import WorldModelError
+from .errors import Interrupted, WorldModelError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,7 +62,22 @@ def build_parser() -> argparse.ArgumentParser:
     simulators.register(sub)
     for name in registry.command_modules():
         importlib.import_module(name).register(sub)
+    for parser in sub.choices.values():
+        for action in parser._actions:
+            if action.help is None and action.dest in SHARED_HELP:
+                action.help = SHARED_HELP[action.dest]
     return p
+
+
+#: The help of options every command shares, filled in where a command gives none of its own.
+SHARED_HELP = {
+    "task": "a task name in tasks/ (e.g. toy-dfa) or the path to a task TOML file",
+    "data_dir": "folder of the task's sequence files (default: $WORLDMODEL_DATA/<task> or data/<task>)",
+    "device": "where the model runs: cpu (default), cuda, cuda:1, mps",
+    "no_progress": "no progress bars",
+    "checkpoint": "a folder written by `worldmodel train` or `worldmodel import` (or a foreign checkpoint file)",
+    "seed": "seed of every random draw of the command (default 0); the same seed gives the same numbers",
+}
 
 
 def main(argv=None) -> int:
@@ -64,7 +85,13 @@ def main(argv=None) -> int:
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)
-        return int(args.func(args) or 0)
+        with _claim_out(args):
+            return int(args.func(args) or 0)
+    except Interrupted as exc:
+        if debug:
+            raise
+        print(f"worldmodel: {exc}", file=sys.stderr)
+        return exc.exit_code
     except WorldModelError as exc:
         if debug:
             raise
@@ -73,6 +100,33 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("worldmodel: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:           # a full disk, a read-only folder: the machine's refusal, not a bug
+        if debug:
+            raise
+        from .safety import os_failure
+
+        doing = "read" if exc.errno in (errno.ENOENT, errno.EISDIR) else "write"
+        print(f"worldmodel: error: {os_failure(exc, doing=doing)}", file=sys.stderr)
+        return 2
+    except (MemoryError, RuntimeError) as exc:
+        from .safety import is_allocation_failure, memory_failure
+
+        if debug or not is_allocation_failure(exc):
+            raise
+        print(f"worldmodel: error: {memory_failure(exc)}", file=sys.stderr)
+        return 2
+
+
+def _claim_out(args):
+    """Claim the command's ``--out`` for this run (the main process of a distributed launch only)."""
+    import contextlib
+
+    out = getattr(args, "out", None)
+    if not out or int(os.environ.get("RANK", "0")) != 0:
+        return contextlib.nullcontext()
+    from .safety import claim
+
+    return claim(out, "--out")
 
 
 if __name__ == "__main__":

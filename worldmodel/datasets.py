@@ -132,21 +132,26 @@ def resolve_shared(relative: str) -> Path:
     A folder of a known data set that none of them holds raises :class:`WorldModelError`
     naming the ``worldmodel fetch`` command that gets it.
     """
+    from .safety import inside
+
     relative = relative.strip().lstrip("/")
     folder = relative.split("/", 1)[0]
+    if not folder or folder in (".", ".."):
+        raise WorldModelError(f"shared:{relative} names no data folder")
+    where = f"shared:{relative}"
     env = os.environ.get("WORLDMODEL_SHARED")
     if env and (Path(env) / folder).exists():
-        return Path(env) / relative
+        return inside(Path(env), relative, where)      # `..` or a symlink out of the folder is refused
     ds = _folder_owner(folder)
     if ds is not None and installed(ds):
-        return cache_data_dir() / relative
+        return inside(cache_data_dir(), relative, where)
     if (BESIDE / folder).exists():
-        return BESIDE / relative
+        return inside(BESIDE, relative, where)
     if ds is not None:
         where = ", ".join(([f"$WORLDMODEL_SHARED={env}"] if env else []) + [str(cache_data_dir()), str(BESIDE)])
         raise WorldModelError(f"data set {ds.name} ({relative}) is not available (looked in {where}): "
                               f"run `worldmodel fetch {ds.name}`")
-    return (Path(env) if env else BESIDE) / relative
+    return inside(Path(env) if env else BESIDE, relative, where)
 
 
 def resolve_path(value: str | Path, base: Path | None = None) -> Path:
@@ -272,11 +277,25 @@ def _mirror_file(root: Path, ds: DataSet, name: str) -> Path:
     raise FetchError(f"mirror {root} has no {ds.folder}/{name} (data set {ds.name})")
 
 
+def _manifest(folder: Path) -> dict:
+    """The ``MANIFEST.json`` of an installed data set, checked: bounded, no repeated key, file names that stay
+    inside the folder (one name each, no ``/`` or ``..``)."""
+    from .safety import path_component, read_json_object
+
+    manifest = read_json_object(folder / MANIFEST, "json", "data set manifest")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(isinstance(f, dict) for f in files.values()):
+        raise WorldModelError(f"data set manifest {folder / MANIFEST} has no files table")
+    for name in files:
+        path_component(name, f"data set manifest {folder / MANIFEST}: file name")
+    return manifest
+
+
 def _verify_installed(folder: Path) -> bool:
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest = _manifest(folder)
         return all(sha256_of(folder / n) == f["sha256"] for n, f in manifest["files"].items())
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, WorldModelError):
         return False
 
 
@@ -295,7 +314,9 @@ def fetch(name: str | DataSet, mirror: str | Path | None = None, force: bool = F
     data_dir = cache_data_dir()
     final = data_dir / ds.folder
     if not force and (final / MANIFEST).is_file() and _verify_installed(final):
-        return FetchReport(ds.name, final, "up to date", json.loads((final / MANIFEST).read_text())["files"])
+        return FetchReport(ds.name, final, "up to date", _manifest(final)["files"])
+    from .safety import atomic_write, claim, writing
+
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".staging-{ds.folder}-", dir=data_dir))
@@ -303,11 +324,13 @@ def fetch(name: str | DataSet, mirror: str | Path | None = None, force: bool = F
         raise FetchError(f"cannot write to the cache {data_dir} ({exc.strerror}); set WORLDMODEL_CACHE to a "
                          "writable folder") from None
     try:
-        files = _gather(ds, staging, Path(mirror) if mirror is not None else None, progress, attempts, timeout)
-        (staging / MANIFEST).write_text(json.dumps(
-            {"dataset": ds.name, "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             "licence": ds.licence, "files": files}, indent=1) + "\n")
-        _install(staging, final)
+        # one fetch per data set at a time (a second waits); a full disk is one line naming the cache
+        with claim(final, "data set cache", wait=True), writing(final, f"data set {ds.name} into"):
+            files = _gather(ds, staging, Path(mirror) if mirror is not None else None, progress, attempts, timeout)
+            manifest = {"dataset": ds.name, "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "licence": ds.licence, "files": files}
+            atomic_write(staging / MANIFEST, json.dumps(manifest, indent=1) + "\n", "data set manifest")
+            _install(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -361,16 +384,11 @@ def _gather(ds: DataSet, staging: Path, mirror: Path | None, progress: bool, att
 
 
 def _install(staging: Path, final: Path) -> None:
-    """Put ``staging`` in place of ``final`` by renames only (an old copy is removed after)."""
-    old = None
-    if final.exists():
-        old = final.with_name(f".old-{final.name}-{os.getpid()}")
-        if old.exists():
-            shutil.rmtree(old)
-        final.rename(old)
-    staging.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Put ``staging`` in place of ``final`` (:func:`worldmodel.safety.swap_folder`: the old copy stays until then)."""
+    from .safety import recover_swap, swap_folder
+
+    recover_swap(final)
+    swap_folder(staging, final)
 
 
 def status() -> list[tuple[str, str, str]]:

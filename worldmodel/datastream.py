@@ -71,11 +71,16 @@ class PackedSequences:
     @classmethod
     def read(cls, path: str | Path, tokens: Sequence[str]) -> "PackedSequences":
         """Read a sequence file (one sequence per line, tokens separated by spaces; blank lines skipped)."""
+        from .safety import decode_utf8, read_bytes
+
         path = Path(path)
         if not path.exists():
             raise WorldModelError(f"sequence file {path} does not exist (run `worldmodel data TASK` first?)")
         index = {t: i for i, t in enumerate(tokens)}
-        lines = [line.split() for line in path.read_text().splitlines()]
+        text = decode_utf8(read_bytes(path, "sequences", "sequence file"), f"sequence file {path}")
+        if "\x00" in text:
+            raise WorldModelError(f"sequence file {path} is not a text file (it holds NUL bytes)")
+        lines = [line.split() for line in text.splitlines()]
         numbered = [(n, toks) for n, toks in enumerate(lines, 1) if toks]
         flat: list[int] = []
         try:

@@ -104,6 +104,7 @@ class DetourPlan:
     reference: object | None = None  #: the world's own player (``--model true``), a SequenceModel
     starts_from: str = ""  #: where the starts come from, in words (for the report header)
     success: str = ""  #: what a success is, in words (recorded in the JSON)
+    note: str = ""  #: what the user should know (fewer distinct starts than asked), printed and recorded
 
 
 def parse_ps(text: str | Sequence[float]) -> list[float]:
@@ -282,10 +283,8 @@ def format_results(results: Sequence[DetourResult]) -> str:
 def write_results(path: str | Path, results: Sequence[DetourResult], trials: Sequence[DetourTrial],
                   meta: dict | None = None) -> None:
     """JSON summary at ``path`` (atomically) with every trial included."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from .safety import atomic_json
+
     data = {**(meta or {}), "results": [r.as_dict() for r in results],
             "trials": [asdict(t) for t in trials]}
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
+    atomic_json(Path(path), data, "detour results", indent=1)

@@ -20,3 +20,11 @@ class TrialSkipped(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class Interrupted(WorldModelError):
+    """A run stopped by Ctrl-C or SIGTERM after saving what it had (the CLI exits ``128 + signal``)."""
+
+    def __init__(self, message: str, signum: int = 2):
+        super().__init__(message)
+        self.exit_code = 128 + int(signum)

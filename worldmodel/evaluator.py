@@ -140,7 +140,23 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
     other metrics and the domain's extras, writes ``out`` and returns the summary; the
     other processes return None. ``out`` is required (the processes meet through its files;
     on several machines it must be on a shared disk).
+
+    ``out`` is claimed for the run (:func:`worldmodel.safety.claim`; by the main process of a
+    sharded run), and so is each trial log: a second run on the same ``out`` stops with one
+    line naming the first.
     """
+    from .safety import claim
+
+    main_process = shard is None or shard.size <= 1 or shard.main
+    lock = claim(out, "--out") if out is not None and main_process else None
+    try:
+        return _evaluate(task, model, metrics, settings, out, dataset, data_dir, progress, extras, shard)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _evaluate(task, model, metrics, settings, out, dataset, data_dir, progress, extras, shard):
     from . import registry
     from .api.metric import MetricContext
     from .results import ShardedTrialLog, TrialLog, check_writable, merge_trial_logs, write_json_atomic
@@ -185,17 +201,19 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
         """Run a trial-based metric, sharded when asked; the results (main process) from all trials."""
         run = spec.function()
         if shard is None:
-            return run(context(progress), log(spec.name))
+            return _closing(run, context(progress), log(spec.name))
         header = {**base_settings, "metric": spec.name}
         part = ShardedTrialLog(path(spec.name), header, shard.rank, shard.size)
         shard.barrier()                   # every process has read what is done before any writes
-        run(context(progress and shard.main), part)
-        part.close()
+        try:
+            run(context(progress and shard.main), part)
+        finally:
+            part.close()
         shard.barrier()
         got = None
         if shard.main:
             merge_trial_logs(path(spec.name), header)
-            got = run(context(False), log(spec.name))  # every trial is logged: this only aggregates
+            got = _closing(run, context(False), log(spec.name))  # every trial is logged: this only aggregates
         shard.barrier()
         return got
 
@@ -228,3 +246,12 @@ def evaluate(task, model, metrics: Sequence[str], settings, out: str | Path | No
     if shard is not None:
         shard.barrier()
     return summary
+
+
+def _closing(run, ctx, log):
+    """``run(ctx, log)``, the log closed (and its claim released) afterwards."""
+    try:
+        return run(ctx, log)
+    finally:
+        if log is not None:
+            log.close()

@@ -40,5 +40,9 @@ def metric_bars(path: str | Path, rows: Mapping[str, Mapping[str, dict]], metric
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(models), frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
+    from .safety import atomic_file
+
+    try:
+        atomic_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi), "figure")
+    finally:
+        plt.close(fig)

@@ -16,13 +16,20 @@ deviation of the group means over the square root of their number.
 :class:`TrialLog` appends trials to a ``.jsonl`` file as they finish. Its first line
 records the run's settings; opening an existing log with the same settings resumes
 it (completed trials are not run again), opening it with other settings is an
-error rather than a silent mix.
+error rather than a silent mix. A log has one writer: opening it claims it
+(:func:`worldmodel.safety.claim`), so a second run on the same log stops with one line
+naming the first. It is only ever appended to: a torn last line (a run killed
+mid-write) is dropped by writing the good lines to a new file and renaming it over the
+old one, never by rewriting the log in place. A line that is not a trial record (a
+second header), a trial logged twice, or a repeated key in a record is an error naming
+the line.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +38,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .errors import WorldModelError
+from .safety import atomic_write, claim, decode_utf8, loads_json, read_bytes, rewrite_lines, writing
 
 
 @dataclass
@@ -138,11 +146,17 @@ def read_trial_log(path: Path, settings: dict[str, Any]) -> tuple[dict[int, dict
     """
     if not path.exists() or path.stat().st_size == 0:
         return {}, [], 0
-    lines = path.read_text().splitlines()
+    raw = read_bytes(path, "log", "trial log")
+    torn = not raw.endswith(b"\n")
+    lines = decode_utf8(raw, f"trial log {path}").splitlines()
     try:
-        header = json.loads(lines[0])
-    except json.JSONDecodeError:
+        header = loads_json(lines[0], f"trial log {path} (header line)")
+    except WorldModelError:
+        if torn and len(lines) == 1:
+            return {}, [], 1          # killed while writing the header: nothing was logged yet
         raise WorldModelError(f"trial log {path} is corrupt (bad header line)") from None
+    if not isinstance(header, dict) or "settings" not in header:
+        raise WorldModelError(f"trial log {path} is corrupt (its first line is not a header)")
     if header.get("settings") != settings:
         raise WorldModelError(
             f"trial log {path} was written with other settings; "
@@ -150,12 +164,22 @@ def read_trial_log(path: Path, settings: dict[str, Any]) -> tuple[dict[int, dict
         )
     done: dict[int, dict] = {}
     good = [lines[0]]
-    for line in lines[1:]:
+    for n, line in enumerate(lines[1:], 2):
+        last = n == len(lines)
         try:
-            t = json.loads(line)
-        except json.JSONDecodeError:
-            break  # a run killed mid-line: drop the fragment
-        done[int(t["trial"])] = t
+            t = loads_json(line, f"trial log {path}:{n}")
+        except WorldModelError:
+            if last and torn:
+                break  # a run killed mid-line: drop the fragment
+            raise
+        if not isinstance(t, dict) or isinstance(t.get("trial"), bool) or not isinstance(t.get("trial"), int):
+            what = "a second header" if isinstance(t, dict) and "settings" in t else "not a trial record"
+            raise WorldModelError(f"trial log {path}:{n} is {what} (two runs wrote this log?); "
+                                  "delete it or choose another --out to start a new run")
+        if t["trial"] in done:
+            raise WorldModelError(f"trial log {path}:{n} logs trial {t['trial']} a second time (two runs wrote "
+                                  "this log?); delete it or choose another --out to start a new run")
+        done[t["trial"]] = t
         good.append(line)
     return done, good, len(lines)
 
@@ -166,7 +190,8 @@ class TrialLog:
     ``TrialLog(path, settings)``: if ``path`` exists its header must equal
     ``settings`` (else :class:`WorldModelError`); trials already in it are
     available as :attr:`done` (index -> trial) and are not run again. A truncated
-    last line (a run killed mid-write) is ignored.
+    last line (a run killed mid-write) is dropped (the good lines go to a new file,
+    renamed over the log). The log is claimed from opening to :meth:`close`.
     """
 
     #: ``(rank, processes)`` for one process's share of a sharded run (:class:`ShardedTrialLog`); None: every trial
@@ -177,33 +202,62 @@ class TrialLog:
         self.settings = json.loads(json.dumps(settings))
         self.done: dict[int, dict] = {}
         self._fh = None
+        self._claim = None
         if self.path is None:
             return
-        self.done, good, total = read_trial_log(self.path, self.settings)
-        if len(good) != total:
-            self.path.write_text("\n".join(good) + "\n")
+        self._claim = claim(self.path, "trial log")
+        try:
+            self.done, good, total = read_trial_log(self.path, self.settings)
+            if len(good) != total:
+                rewrite_lines(self.path, good, "trial log")
+        except BaseException:
+            self._claim.release()
+            raise
 
     def _open(self):
         if self._fh is None and self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            new = not self.path.exists() or self.path.stat().st_size == 0
-            self._fh = self.path.open("a")
-            if new:
-                self._fh.write(json.dumps({"settings": self.settings}) + "\n")
-                self._fh.flush()
+            with writing(self.path, "trial log"):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                new = not self.path.exists() or self.path.stat().st_size == 0
+                if new:   # the header, written whole before any trial
+                    atomic_write(self.path, json.dumps({"settings": self.settings}) + "\n", "trial log")
+                self._fh = self.path.open("ab", buffering=0)    # each line goes straight to the file
         return self._fh
 
     def append(self, trial: dict) -> None:
         self.done[int(trial["trial"])] = trial
         fh = self._open()
         if fh is not None:
-            fh.write(json.dumps(trial, default=_json_default) + "\n")
-            fh.flush()
+            line = memoryview((json.dumps(trial, default=_json_default) + "\n").encode())
+            at = os.fstat(fh.fileno()).st_size
+            try:
+                with writing(self.path, "trial log"):
+                    while line:
+                        line = line[fh.write(line):]
+            except WorldModelError:
+                # a full disk mid-line: cut the fragment this process just wrote, so the log stays whole
+                try:
+                    fh.truncate(at)
+                except OSError:
+                    pass
+                raise
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError:
+                pass
             self._fh = None
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
+
+    def __enter__(self) -> "TrialLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def trials(self, n: int | None = None) -> list[dict]:
         idx = sorted(self.done) if n is None else [i for i in range(n) if i in self.done]
@@ -252,12 +306,10 @@ def merge_trial_logs(path: str | Path, settings: dict[str, Any]) -> int:
     done: dict[int, dict] = {}
     for f in [path, *parts]:
         done.update(read_trial_log(f, settings)[0])
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as fh:
-        fh.write(json.dumps({"settings": json.loads(json.dumps(settings))}) + "\n")
-        for i in sorted(done):
-            fh.write(json.dumps(done[i], default=_json_default) + "\n")
-    tmp.replace(path)
+    lines = [json.dumps({"settings": json.loads(json.dumps(settings))})]
+    lines += [json.dumps(done[i], default=_json_default) for i in sorted(done)]
+    with claim(path, "trial log"):
+        rewrite_lines(path, lines, "trial log")
     for f in parts:
         f.unlink()
     return len(done)
@@ -349,16 +401,10 @@ def write_if_changed(path: str | Path, text: str) -> bool:
     path = Path(path)
     if path.is_file() and path.read_text() == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    atomic_write(path, text)
     return True
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=_json_default))
-    tmp.replace(path)
+    """``data`` as indented JSON at ``path``, all or nothing (:func:`worldmodel.safety.atomic_write`)."""
+    atomic_write(path, json.dumps(data, indent=2, default=_json_default))

@@ -17,13 +17,11 @@ def read_sequences(path: Path, world: World | None = None, check: bool = True) -
     With a world, unknown tokens raise :class:`WorldModelError` naming the file and
     line; with ``check`` every sequence must also be valid in the world.
     """
+    from .safety import decode_utf8, read_bytes
+
     if not path.exists():
         raise WorldModelError(f"sequence file {path} does not exist (run `worldmodel data TASK` first?)")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WorldModelError(f"sequence file {path} is not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
+    text = decode_utf8(read_bytes(path, "sequences", "sequence file"), f"sequence file {path}")
     if "\x00" in text:
         raise WorldModelError(f"sequence file {path} is not a text file (it holds NUL bytes)")
     out = []
@@ -40,10 +38,7 @@ def read_sequences(path: Path, world: World | None = None, check: bool = True) -
 
 
 def write_sequences(path: Path, sequences) -> None:
-    """Write sequences atomically (to a temporary file, then renamed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w") as f:
-        for seq in sequences:
-            f.write(" ".join(seq) + "\n")
-    tmp.replace(path)
+    """Write sequences atomically (a unique temporary file, then renamed; a failure leaves nothing)."""
+    from .safety import atomic_write
+
+    atomic_write(path, (" ".join(seq) + "\n" for seq in sequences), "sequence file")

@@ -103,11 +103,19 @@ class Task:
         return self.domain.world
 
     def data_dir(self, override: str | Path | None = None) -> Path:
-        """Where generated sequences live: ``--data-dir``, ``$WORLDMODEL_DATA/<task>`` or ``data/<task>``."""
+        """Where generated sequences live: ``--data-dir``, ``$WORLDMODEL_DATA/<task>`` or ``data/<task>``.
+
+        The task's name is one folder name (checked when the task is loaded), and the folder must
+        resolve inside ``$WORLDMODEL_DATA`` (or ``data/``), symlinks followed: a task never writes
+        outside the data folder.
+        """
+        from .safety import inside, path_component
+
         if override is not None:
             return Path(override)
         base = os.environ.get("WORLDMODEL_DATA")
-        return Path(base) / self.name if base else Path("data") / self.name
+        root = Path(base) if base else Path("data")
+        return inside(root, path_component(self.name, "task name"), f"the data folder of task {self.where}:")
 
     def toml(self) -> str:
         """The task as TOML text (what a checkpoint saves as ``task.toml``): the file itself when there is one."""
@@ -171,8 +179,10 @@ def load_task(spec) -> Task:
     if not path.exists():
         names = sorted(p.stem for p in TASKS_DIR.glob("*.toml"))
         raise WorldModelError(f"unknown task {spec!r} (known: {', '.join(names)}; or give a path to a .toml file)")
+    from .safety import read_text
+
     try:
-        config = tomllib.loads(path.read_text())
+        config = tomllib.loads(read_text(path, "task", "task file"))
     except tomllib.TOMLDecodeError as exc:
         raise WorldModelError(f"task file {path} is not valid TOML: {exc}") from None
     if "domain" not in config:
@@ -197,6 +207,12 @@ def domain_class(where, name) -> type[Domain]:
 def check_config(path, config: dict, cls: type[Domain] | None = None) -> None:
     """Check every key of a parsed task file (top level, core sections, the domain's sections)."""
     where = f"task {path}"
+    if "name" in config:
+        if not isinstance(config["name"], str):
+            raise WorldModelError(f"{where}: name must be a string, got {config['name']!r}")
+        from .safety import path_component
+
+        path_component(config["name"], f"{where}: name")
     cls = cls or domain_class(path, config.get("domain"))
     sections = {**core_sections(), **cls.schema}
     for key, value in config.items():

@@ -92,9 +92,14 @@ class Domain(ABC):
             )
         folder = self.task.data_dir(data_dir) / dataset
         if force or not all((folder / f"{s}.txt").exists() for s in SPLITS):
-            splits = self.generate(dataset)
-            for split in SPLITS:
-                write_sequences(folder / f"{split}.txt", splits[split])
+            from ..safety import claim
+
+            # one writer per data folder: a second run waits, then finds the files written
+            with claim(folder, "data folder", wait=True):
+                if force or not all((folder / f"{s}.txt").exists() for s in SPLITS):
+                    splits = self.generate(dataset)
+                    for split in SPLITS:
+                        write_sequences(folder / f"{split}.txt", splits[split])
         return folder
 
     def sequences(self, split: str, dataset: str | None = None,

@@ -64,7 +64,11 @@ def add_chat_arguments(p: argparse.ArgumentParser, true_help: str = "answers fro
     p.add_argument("--cache", help="response cache file (default OUT/cache.jsonl)")
     p.add_argument("--max-tokens", type=int, default=1000,
                    help="response length limit (default 1000; 0 = send no limit, for endpoints that reject max_tokens)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request (default 120)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds one HTTP request may take in all, connecting and every byte of the answer "
+                        "included (default 120)")
+    p.add_argument("--max-response-bytes", type=int, default=4 << 20,
+                   help="the most bytes one answer may take; a larger one stops the run (default 4194304 = 4 MiB)")
     p.add_argument("--retries", type=int, default=6, help="retries per request on 429/5xx/timeouts (default 6)")
     p.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each time")
     p.add_argument("--concurrency", type=int, default=4, help="HTTP requests in flight (default 4)")
@@ -105,7 +109,7 @@ def chat_backend(args, true, random):
             raise WorldModelError("--backend openai needs --base-url URL and --model NAME")
         return OpenAIChatBackend(args.base_url, args.model, args.api_key_env, max_tokens=args.max_tokens,
                                  timeout=args.timeout, max_retries=args.retries, backoff=args.backoff,
-                                 concurrency=args.concurrency)
+                                 concurrency=args.concurrency, max_response_bytes=args.max_response_bytes)
     if args.backend == "hf":
         if not args.model_path:
             raise WorldModelError("--backend hf needs --model-path DIR")

@@ -134,12 +134,15 @@ def cmd_detours(args) -> int:
         raise WorldModelError(f"task {task.name} is a {task.config.get('domain')!r} task, which has no detour test; "
                               f"detours need a navigation task or another world with one ({worlds}); "
                               "Othello has `worldmodel othello-detours`")
+    if plan.note:
+        print(f"note: {plan.note}")
     model = build_model(task, args.checkpoint, seed=args.seed, device=args.device,
                         missing=args.missing_tokens) if args.checkpoint else plan.reference
     missing = print_missing(model, domain.world)
     results, trials = run_kinds(model, domain.world, plan.starts, kinds, ps, allowed=plan.allowed, goal=plan.goal,
                                 max_len=plan.max_len, seed=args.seed, progress=not args.no_progress)
     meta = {"task": task.name, "dataset": dataset, "model": args.checkpoint or "true", "n_starts": len(plan.starts),
+            "n_asked": args.trials, **({"note": plan.note} if plan.note else {}),
             "max_len": plan.max_len, "seed": args.seed, "starts": plan.starts_from, "success": plan.success,
             **({"missing_tokens": missing} if missing else {})}
     report(Path(args.out), results, trials, meta, f"{task.name}: {meta['model']} from {plan.starts_from}")
@@ -241,7 +244,9 @@ def register(sub) -> None:
     e.add_argument("task")
     e.add_argument("--checkpoint", help="a folder written by `worldmodel train` or `worldmodel import`, or a foreign "
                                         "checkpoint (paper-nav, li-othello, nanogpt, hf; format detected)")
-    e.add_argument("--model", choices=["true", "untrained"])
+    e.add_argument("--model", choices=["true", "untrained"],
+                   help="true: the true world model (uniform over valid tokens); untrained: a random network of "
+                        "the task's [model] shape")
     e.add_argument("--metrics", type=_metrics_arg,
                    help="comma-separated subset of " + ",".join(registry.metric_names()) + " (default: "
                         + ",".join(registry.metric_names(default_only=True)) + "); "
@@ -270,7 +275,8 @@ def register(sub) -> None:
     x = sub.add_parser("extract", help="learn the automaton a model implies (L*) and diff it against the world")
     x.add_argument("task")
     x.add_argument("--checkpoint", help="a folder written by `worldmodel train`")
-    x.add_argument("--model", choices=["true", "untrained"])
+    x.add_argument("--model", choices=["true", "untrained"],
+                   help="true: the world's own automaton; untrained: a random network of the task's [model] shape")
     x.add_argument("--epsilon", type=float, help="acceptance threshold (default: the task's, else 0.01)")
     x.add_argument("--acceptance", help="epsilon:E, top-k:K or top-p:P (overrides --epsilon)")
     x.add_argument("--max-states", type=int, default=200, help="stop when a hypothesis would exceed N states (200)")
@@ -312,9 +318,12 @@ def register(sub) -> None:
     dt.add_argument("task")
     dt.add_argument("--checkpoint")
     dt.add_argument("--model", choices=["true"], help="true: the world's own player (shortest route / shortest plan)")
-    dt.add_argument("--kind", default="random", help="random (default), adversarial, or random,adversarial for both")
+    dt.add_argument("--kind", default="random",
+                    help="which detours: random (default) or adversarial; give both as random,adversarial")
     dt.add_argument("--p", default="0,0.01,0.1,0.5,0.75", help="detour probabilities, comma-separated")
-    dt.add_argument("--trials", type=int, default=100, help="start points drawn from the held-out data (default 100)")
+    dt.add_argument("--trials", type=int, default=100,
+                    help="distinct start points drawn without replacement from the held-out data (default 100; "
+                         "fewer, with a note, when the data hold fewer)")
     dt.add_argument("--dataset", help="whose held-out data the starts come from (default: the checkpoint's)")
     dt.add_argument("--data-dir")
     dt.add_argument("--seed", type=int, default=0, help="seed of the starts and the detours (default 0)")

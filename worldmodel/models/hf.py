@@ -35,6 +35,49 @@ def quiet_transformers() -> None:
     hf_logging.set_verbosity_error()
 
 
+#: What loading a model folder can raise when its files are broken, truncated or refused (a pickle
+#: that asks for code is an ``UnpicklingError``); each becomes one line naming the folder.
+LOAD_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError, EOFError, IndexError, AttributeError)
+
+
+def check_model_folder(folder: Path, what: str = "checkpoint") -> dict:
+    """The parsed ``config.json`` of a model folder, checked before transformers reads anything.
+
+    Every file of the folder must be a regular file (a symlink to ``/dev/zero`` or a pipe is
+    refused) and ``config.json`` must be a bounded JSON object without repeated keys.
+    """
+    from ..safety import read_json_object, regular_file
+
+    folder = Path(folder)
+    for f in sorted(folder.iterdir()):
+        if not f.is_dir() or f.is_symlink():
+            regular_file(f, f"{what} file")
+    if not (folder / "config.json").exists():
+        raise WorldModelError(f"{what} {folder} has no config.json (not a saved model)")
+    return read_json_object(folder / "config.json", "json", f"{what} file")
+
+
+def load_pretrained(loader, folder: Path, what: str = "checkpoint", **kwargs):
+    """``loader.from_pretrained(folder, **kwargs)`` with every failure as one line naming ``folder``."""
+    import pickle
+
+    try:
+        return loader.from_pretrained(folder, **kwargs)
+    except pickle.UnpicklingError as exc:
+        first = (str(exc).strip().splitlines() or ["refused"])[0]
+        raise WorldModelError(f"{what} {folder}: its weights file is refused: it is not plain data "
+                              f"(unpickling it could run code; {first[:160]})") from None
+    except LOAD_ERRORS as exc:
+        if type(exc).__name__ == "OutOfMemoryError" or "can't allocate memory" in str(exc):
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise WorldModelError(f"{what} {folder} is incomplete or corrupt: {first[:300]}") from None
+    except Exception as exc:
+        if type(exc).__name__ != "SafetensorError":
+            raise
+        raise WorldModelError(f"{what} {folder} is incomplete or corrupt: {str(exc)[:300]}") from None
+
+
 def cache_keyword(model) -> str:
     """The keyword under which ``model.forward`` takes (and its output returns) the key/value cache.
 
@@ -105,7 +148,6 @@ class HFModel(SequenceModel):
     @classmethod
     def from_pretrained(cls, folder: str | Path, world: World | None = None, device="cpu", name=None,
                         missing: str = "error") -> "HFModel":
-        from safetensors import SafetensorError
         from transformers import AutoModelForCausalLM
 
         quiet_transformers()
@@ -115,11 +157,12 @@ class HFModel(SequenceModel):
         vocab = Vocabulary.load(folder)
         if world is not None:
             vocab.check_world(world, str(folder), missing)
-        try:
-            model = AutoModelForCausalLM.from_pretrained(folder)
-        except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise WorldModelError(f"checkpoint {folder} is incomplete or corrupt: {first}") from None
+        config = check_model_folder(folder)
+        declared = config.get("vocab_size")
+        if declared is not None and declared != len(vocab):
+            raise WorldModelError(
+                f"checkpoint {folder}: config.json declares {declared} token ids but vocab.json has {len(vocab)}")
+        model = load_pretrained(AutoModelForCausalLM, folder)
         if model.config.vocab_size != len(vocab):
             raise WorldModelError(
                 f"checkpoint {folder}: model has {model.config.vocab_size} token ids but vocab.json has {len(vocab)}"

@@ -11,12 +11,15 @@ Two kinds of vocabulary share one class:
 
 ``vocab.json`` (format 2) stores ``ids`` (token -> id), ``size`` (the model's number of
 ids), ``bos_id`` (or null), ``pad_id`` and ``world``; the first format (``tokens`` +
-``specials``) still loads.
+``specials``) still loads. The file is read bounded and strictly
+(:func:`worldmodel.safety.read_json`: a regular file of at most 64 MiB, no key twice in an
+object); a declared ``size`` above :data:`~worldmodel.safety.MAX_VOCAB_IDS`, a token listed
+twice, a token named like a special (``<pad>``, ``<bos>``) or an id outside the model's are
+errors.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -24,6 +27,7 @@ import numpy as np
 
 from ..dfa import Token, World
 from ..errors import WorldModelError
+from ..safety import MAX_VOCAB_IDS, atomic_json, read_json_object
 
 
 class Vocabulary:
@@ -52,6 +56,8 @@ class Vocabulary:
         return v
 
     def _setup(self, ids: dict, size: int, bos_id, pad_id, world_name: str, names: dict) -> None:
+        if isinstance(size, bool) or not 0 < int(size) <= MAX_VOCAB_IDS:
+            raise WorldModelError(f"vocabulary size {size} is outside 1..{MAX_VOCAB_IDS:,}")
         tokens = tuple(ids)
         if len(set(tokens)) != len(tokens):
             raise WorldModelError("vocabulary tokens must be distinct")
@@ -72,14 +78,24 @@ class Vocabulary:
         # padding is always masked; any id will do when the model names none
         self.pad_id = int(pad_id) if pad_id is not None else (self.bos_id if self.bos_id is not None else 0)
         self.names = {int(k): str(v) for k, v in names.items()}
-        itos = [self.names.get(i, f"<id {i}>") for i in range(self.size)]
-        for t, i in self.stoi.items():
-            itos[i] = t
-        self.itos = tuple(itos)
+        for i in self.names:
+            if not 0 <= i < self.size:
+                raise WorldModelError(f"vocabulary names id {i}, outside the model's {self.size} ids")
+        self._itos = None
         self.specials = tuple(self.names[i] for i in sorted(self.names) if i not in set(id_list))
         # ours: domain columns are one contiguous slice (fast path in the adapters)
         first = id_list[0] if id_list else 0
         self.offset = first if id_list == list(range(first, first + len(id_list))) else None
+
+    @property
+    def itos(self) -> tuple[str, ...]:
+        """The label of every model id (world tokens, named specials, ``<id N>`` for the rest); built on first use."""
+        if self._itos is None:
+            itos = [self.names.get(i, f"<id {i}>") for i in range(self.size)]
+            for t, i in self.stoi.items():
+                itos[i] = t
+            self._itos = tuple(itos)
+        return self._itos
 
     @property
     def has_bos(self) -> bool:
@@ -105,22 +121,40 @@ class Vocabulary:
         else:
             data = {"format": 2, "world": self.world_name, "size": self.size, "bos_id": self.bos_id,
                     "pad_id": self.pad_id, "ids": self.stoi, "names": {str(k): v for k, v in self.names.items()}}
-        (Path(folder) / self.FILE).write_text(json.dumps(data, indent=1))
+        atomic_json(Path(folder) / self.FILE, data, "vocabulary", indent=1)
 
     @classmethod
     def load(cls, folder: Path) -> "Vocabulary":
         path = Path(folder) / cls.FILE
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise WorldModelError(f"checkpoint {folder}: missing {cls.FILE} (not a worldmodel checkpoint?)")
+        data = read_json_object(path, "json", "checkpoint file")
         try:
-            data = json.loads(path.read_text())
             if data.get("format") == 2:
-                return cls.from_ids({str(t): int(i) for t, i in data["ids"].items()}, int(data["size"]),
-                                    data.get("bos_id"), data.get("pad_id"), data.get("world", ""),
-                                    {int(k): v for k, v in (data.get("names") or {}).items()})
-            return cls(data["tokens"], data.get("world", ""))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise WorldModelError(f"checkpoint {folder}: {cls.FILE} is malformed ({exc})") from None
+                size = data["size"]
+                if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_VOCAB_IDS:
+                    raise ValueError(f"size {size!r} is not a number of ids in 1..{MAX_VOCAB_IDS:,}")
+                if not isinstance(data["ids"], dict):
+                    raise TypeError("ids is not an object")
+                specials = {cls.PAD, cls.BOS}
+                clash = sorted(t for t in data["ids"] if t in specials)
+                if clash:
+                    raise ValueError(f"the world token {clash[0]!r} has a special token's name")
+                return cls.from_ids({str(t): _int(i) for t, i in data["ids"].items()}, size,
+                                    _opt_int(data.get("bos_id")), _opt_int(data.get("pad_id")), data.get("world", ""),
+                                    {_int(k): str(v) for k, v in (data.get("names") or {}).items()})
+            tokens = data["tokens"]
+            if not isinstance(tokens, list) or len(tokens) > MAX_VOCAB_IDS:
+                raise ValueError(f"tokens is not a list of at most {MAX_VOCAB_IDS:,} names")
+            twice = next((t for t, n in _counts(tokens).items() if n > 1), None)
+            if twice is not None:
+                raise ValueError(f"the token {twice!r} is listed twice")
+            if cls.PAD in tokens or cls.BOS in tokens:
+                raise ValueError("a world token has a special token's name (<pad>, <bos>)")
+            return cls([str(t) for t in tokens], data.get("world", ""))
+        except (KeyError, TypeError, ValueError, AttributeError, WorldModelError) as exc:
+            why = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            raise WorldModelError(f"checkpoint {folder}: {cls.FILE} is malformed ({why})") from None
 
     def check_world(self, world: World, where: str, missing: str = "error") -> None:
         """The vocabulary's tokens must be the world's (``missing="zero"``: a subset of them)."""
@@ -135,3 +169,21 @@ class Vocabulary:
                 + ("; give --missing-tokens zero to score it with the missing ones at probability 0"
                    if missing and not extra else "")
             )
+
+
+def _int(x) -> int:
+    """An id: a whole number (a numeric string from a JSON key included), never a bool or a float."""
+    if isinstance(x, bool) or isinstance(x, float):
+        raise ValueError(f"id {x!r} is not a whole number")
+    return int(x)
+
+
+def _opt_int(x):
+    return None if x is None else _int(x)
+
+
+def _counts(items) -> dict:
+    out: dict = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out

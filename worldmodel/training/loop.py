@@ -17,13 +17,14 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from ..datastream import PackedSequences, token_lut
-from ..errors import WorldModelError
+from ..errors import Interrupted, WorldModelError
 from ..models import Vocabulary, gpt2_config, quiet_transformers
+from ..safety import atomic_json, atomic_write, claim, recover_swap, rewrite_lines, swap_folder, writing
 from ..tasks import Task
 from .batches import FileBatches, StreamBatches, model_ids
 from .config import TrainConfig
 from .speed import _device_name, _median, _version, matmul_peak_flops
-from .state import RESUME_FILE, StopFlag, load_state, save_state
+from .state import RESUME_FILE, StopFlag, complete_partial, load_state, save_model, save_state
 
 #: Validation sequences used (the first ones of ``val.txt``).
 VAL_SEQUENCES = 2000
@@ -94,8 +95,25 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
     ``overrides`` replaces ``[train]`` settings (any :class:`TrainConfig` field, e.g.
     ``{"precision": "bf16", "time_budget": 240, "data": "stream"}``). ``echo``, if
     given, is called with every training-log record (a dict) as it is written.
+
+    The run claims ``out`` (a second run on it stops with one line naming the first) and works
+    in ``<out>.partial``; the finished folder replaces ``out`` only when it is complete, so the
+    previous ``out`` stays until then. Ctrl-C or SIGTERM saves the resume state at the step
+    boundary and raises :class:`~worldmodel.errors.Interrupted`; once the last step is done a
+    first Ctrl-C no longer stops the run, which only writes its files.
     """
     from accelerate import Accelerator
+
+    is_main = int(os.environ.get("RANK", "0")) == 0
+    lock = claim(out, "--out") if is_main else None
+    try:
+        return _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo, Accelerator)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo, Accelerator) -> dict:
 
     t_start = time.time()
     cfg = TrainConfig.from_task(task, steps, seed, overrides)
@@ -188,14 +206,28 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
     partial = out.with_name(out.name + ".partial")
     resume_path = partial / RESUME_FILE
     fingerprint = cfg.fingerprint(task, dataset, processes)
+    if accelerator.is_main_process:
+        recover_swap(out)
+    done = complete_partial(partial, fingerprint)
+    if done is not None:
+        # a run of this command finished here and was stopped before its folder was swapped in
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            if resume_path.exists():
+                resume_path.unlink()
+            swap_folder(partial, out)
+            tqdm.write(f"{partial} holds this command's finished checkpoint; moved it to {out}")
+        accelerator.wait_for_everyone()
+        return {k: v for k, v in done.items() if k != "resume_fingerprint"}
     state, why = load_state(resume_path, fingerprint)
     if why is not None and accelerator.is_main_process:
         tqdm.write(f"{partial}: {why}; starting afresh")
     accelerator.wait_for_everyone()
     if accelerator.is_main_process and state is None:
-        if partial.exists():
-            shutil.rmtree(partial)
-        partial.mkdir(parents=True)
+        with writing(partial, "training folder"):
+            if partial.exists():
+                shutil.rmtree(partial)
+            partial.mkdir(parents=True)
     accelerator.wait_for_everyone()
     log_path = partial / "train_log.jsonl"
 
@@ -217,9 +249,8 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
         plan.update(state["plan"])
         file_state = state["data"][rank] if state.get("data") else None
         if accelerator.is_main_process:
-            with log_path.open("w") as f:     # drop lines logged after the saved step
-                for rec in history:
-                    f.write(json.dumps(rec) + "\n")
+            # drop lines logged after the saved step: a new file renamed over the old, never rewritten in place
+            rewrite_lines(log_path, [json.dumps(rec) for rec in history], "training log")
             tqdm.write(f"resuming {partial} at step {step}")
 
     width = longest - 1 if cfg.compile else None     # fixed shapes avoid recompiling
@@ -286,12 +317,12 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
         if cfg.keep == "best" and rec["val_loss"] < best:
             best = rec["val_loss"]
             rec["saved"] = True
-            raw.save_pretrained(partial)
+            save_model(raw, partial)
 
     def record(rec: dict) -> None:
         """Append a record to the history and the training log (main process)."""
         history.append(rec)
-        with log_path.open("a") as f:
+        with writing(log_path, "training log"), log_path.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         if echo is not None:
             echo(rec)
@@ -401,54 +432,55 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
             bar.close()
             if hasattr(batches, "close"):
                 batches.close()
-            raise WorldModelError(f"interrupted at step {step}; rerun the same command to resume from {partial}")
-    bar.close()
-    if hasattr(batches, "close"):
-        batches.close()
-    if loss_dev is not None:
-        last_loss = float(loss_dev)
-    final_val = next((h["val_loss"] for h in reversed(history) if "val_loss" in h), None)
-    if stopped == "time budget" and val_ids is not None and accelerator.is_main_process:
-        rec = {"step": step, "loss": last_loss, "lr": sched.get_last_lr()[0],
-               **(speed(interval) if interval["steps"] else {}), "stopped": stopped}
-        validate(rec)
-        record(rec)
-        final_val = rec["val_loss"]
-    accelerator.wait_for_everyone()
-    seconds = elapsed_before + (time.time() - t_loop)
-    train_logs = [h for h in history if "tokens_per_s" in h]
-    summary = {
-        "task": task.name, "task_file": str(task.path) if task.path is not None else None, "dataset": dataset, "steps": step,
-        "planned_steps": plan["steps"] if plan["steps"] < 10 ** 9 else None,
-        "stopped": stopped, "batch_size": cfg.batch_size, "grad_accum": cfg.grad_accum, "lr": cfg.lr,
-        "keep": cfg.keep, "seed": cfg.seed, "n_params": n_params,
-        "model": {k: v for k, v in mcfg.items()}, "final_loss": last_loss,
-        "final_val_loss": final_val, "best_val_loss": best if cfg.keep == "best" else None,
-        "data": cfg.data, "train_sequences": n_train, "sequences_seen": step * cfg.batch_size * processes,
-        "precision": precision, "tf32": on_cuda, "compile": cfg.compile, "compile_note": compile_note,
-        "attention": getattr(raw.config, "_attn_implementation", None), "device": _device_name(device),
-        "processes": processes, "data_workers": workers, "time_budget": cfg.time_budget,
-        "seconds": seconds, "tokens_per_s": tokens_seen / max(seconds, 1e-9),
-        "train_tokens_per_s": _median([h["tokens_per_s"] for h in train_logs]),
-        "mfu": _median([h["mfu"] for h in train_logs]),
-        "data_wait": _median([h["data_wait"] for h in train_logs]),
-        "peak_flops": peak, "peak_flops_source": peak_source,
-        "versions": {"torch": torch.__version__, "transformers": _version("transformers"),
-                     "accelerate": _version("accelerate")},
-    }
-    if accelerator.is_main_process:
-        if cfg.keep == "last" or not (partial / "config.json").exists():
-            raw.save_pretrained(partial)
-        vocab.save(partial)
-        (partial / "training.json").write_text(json.dumps(summary, indent=2))
-        if task.path is not None:
-            shutil.copy(task.path, partial / "task.toml")
-        else:
-            (partial / "task.toml").write_text(task.toml())
-        if resume_path.exists():
-            resume_path.unlink()
-        if out.exists():
-            shutil.rmtree(out)
-        partial.rename(out)
-    accelerator.wait_for_everyone()
-    return summary
+            raise Interrupted(f"interrupted at step {step}; rerun the same command to resume from {partial}",
+                              stop.signum)
+        # the last step is done: from here a first Ctrl-C is noted, and the run only writes its files
+        bar.close()
+        if hasattr(batches, "close"):
+            batches.close()
+        if loss_dev is not None:
+            last_loss = float(loss_dev)
+        final_val = next((h["val_loss"] for h in reversed(history) if "val_loss" in h), None)
+        if stopped == "time budget" and val_ids is not None and accelerator.is_main_process:
+            rec = {"step": step, "loss": last_loss, "lr": sched.get_last_lr()[0],
+                   **(speed(interval) if interval["steps"] else {}), "stopped": stopped}
+            validate(rec)
+            record(rec)
+            final_val = rec["val_loss"]
+        accelerator.wait_for_everyone()
+        seconds = elapsed_before + (time.time() - t_loop)
+        train_logs = [h for h in history if "tokens_per_s" in h]
+        summary = {
+            "task": task.name, "task_file": str(task.path) if task.path is not None else None, "dataset": dataset, "steps": step,
+            "planned_steps": plan["steps"] if plan["steps"] < 10 ** 9 else None,
+            "stopped": stopped, "batch_size": cfg.batch_size, "grad_accum": cfg.grad_accum, "lr": cfg.lr,
+            "keep": cfg.keep, "seed": cfg.seed, "n_params": n_params,
+            "model": {k: v for k, v in mcfg.items()}, "final_loss": last_loss,
+            "final_val_loss": final_val, "best_val_loss": best if cfg.keep == "best" else None,
+            "data": cfg.data, "train_sequences": n_train, "sequences_seen": step * cfg.batch_size * processes,
+            "precision": precision, "tf32": on_cuda, "compile": cfg.compile, "compile_note": compile_note,
+            "attention": getattr(raw.config, "_attn_implementation", None), "device": _device_name(device),
+            "processes": processes, "data_workers": workers, "time_budget": cfg.time_budget,
+            "seconds": seconds, "tokens_per_s": tokens_seen / max(seconds, 1e-9),
+            "train_tokens_per_s": _median([h["tokens_per_s"] for h in train_logs]),
+            "mfu": _median([h["mfu"] for h in train_logs]),
+            "data_wait": _median([h["data_wait"] for h in train_logs]),
+            "peak_flops": peak, "peak_flops_source": peak_source,
+            "versions": {"torch": torch.__version__, "transformers": _version("transformers"),
+                         "accelerate": _version("accelerate")},
+        }
+        if accelerator.is_main_process:
+            if cfg.keep == "last" or not (partial / "config.json").exists():
+                save_model(raw, partial)
+            with writing(partial / vocab.FILE, "vocabulary"):
+                vocab.save(partial)
+            atomic_write(partial / "task.toml", task.path.read_bytes() if task.path is not None else task.toml(),
+                         "task file")
+            # written last: a training.json with this command's fingerprint marks the folder complete
+            atomic_json(partial / "training.json", {**summary, "resume_fingerprint": fingerprint}, "training record",
+                        indent=2)
+            if resume_path.exists():
+                resume_path.unlink()
+            swap_folder(partial, out)        # the old --out stays until this moment
+        accelerator.wait_for_everyone()
+        return summary

@@ -74,9 +74,17 @@ def detect_format(path: str | Path) -> str:
     """``"ours"`` or a registered format's name, from the files themselves; one-line error otherwise."""
     path = Path(path)
     if path.is_dir():
-        if (path / Vocabulary.FILE).exists():
+        if (path / Vocabulary.FILE).exists() or (path / Vocabulary.FILE).is_symlink():
             return "ours"
+        ours = [f for f in ("training.json", "provenance.json") if (path / f).exists()]
+        if ours:
+            raise WorldModelError(f"checkpoint {path} has {ours[0]} (a worldmodel checkpoint) but no "
+                                  f"{Vocabulary.FILE}: the folder is incomplete")
         fmt = _format_of(path, None)
+        if fmt is None and (path / "config.json").exists():
+            raise WorldModelError(f"checkpoint {path} has a config.json but neither our {Vocabulary.FILE} nor a "
+                                  "tokenizer of its own (tokenizer.json, vocab.txt, ...): it is not a worldmodel "
+                                  "checkpoint, and as a Hugging Face folder it lacks its tokenizer")
     elif not path.exists():
         raise WorldModelError(f"checkpoint {path} does not exist")
     else:
@@ -281,20 +289,25 @@ def write_imported(imp: Imported, out: str | Path) -> Path:
 
     Written to a temporary folder and moved into place, so a failure leaves nothing.
     """
+    from ...safety import writing
+
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise WorldModelError(f"{out} exists and is not empty")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=out.parent))
+    with writing(out, "--out"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=out.parent))
     try:
-        imp.model.save_pretrained(tmp, safe_serialization=True)
-        if imp.tokenizer is not None:
-            imp.tokenizer.save_pretrained(tmp)
-        imp.vocab.save(tmp)
-        (tmp / "provenance.json").write_text(json.dumps(imp.provenance, indent=1))
-        if out.exists():
-            out.rmdir()
-        tmp.replace(out)
+        with writing(out, "--out"):
+            imp.model.save_pretrained(tmp, safe_serialization=True)
+            if imp.tokenizer is not None:
+                imp.tokenizer.save_pretrained(tmp)
+            imp.vocab.save(tmp)
+            (tmp / "provenance.json").write_text(json.dumps(imp.provenance, indent=1))
+        with writing(out, "--out"):
+            if out.exists():
+                out.rmdir()
+            tmp.replace(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -49,7 +49,6 @@ row. Samples are one batch row each (no sharing of identical histories, unlike
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -59,6 +58,7 @@ import torch
 from ...acceptance import Epsilon
 from ...dfa import Token, World
 from ...errors import WorldModelError
+from ...safety import atomic_json, read_json_object
 from ..base import SampleGroup, Scored, SequenceModel, sampling_mask
 from .template import Template
 
@@ -77,8 +77,15 @@ class PieceVocabulary:
     def __init__(self, pieces: dict[Token, Sequence[int]], size: int, bos_id: int | None, pad_id: int | None,
                  separator: str = " ", world_name: str = "", template: Template | None = None,
                  text_ids: dict[str, int] | None = None, floor: float = 0.0):
+        from ...safety import MAX_VOCAB_IDS
+
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_VOCAB_IDS:
+            raise WorldModelError(f"vocabulary size {size!r} is outside 1..{MAX_VOCAB_IDS:,}")
         self.tokens = tuple(pieces)
         self.pieces = {t: tuple(int(i) for i in p) for t, p in pieces.items()}
+        bad = next((i for p in self.pieces.values() for i in p if not 0 <= i < size), None)
+        if bad is not None:
+            raise WorldModelError(f"piece id {bad} is outside the model's {size} ids")
         self.size, self.separator, self.world_name = int(size), separator, world_name
         self.template = template
         self.text_ids = {str(c): int(i) for c, i in (text_ids or {}).items()}
@@ -155,23 +162,25 @@ class PieceVocabulary:
         if self.template is not None:
             data["template"] = self.template.to_dict()
             data["text_ids"] = self.text_ids
-        (Path(folder) / PIECES_FILE).write_text(json.dumps(data, indent=1))
+        atomic_json(Path(folder) / PIECES_FILE, data, "vocabulary", indent=1)
 
     @staticmethod
     def is_pieces_folder(folder: Path) -> bool:
+        """Whether ``folder``'s ``vocab.json`` is a pieces vocabulary (a file that cannot be read is left to
+        :meth:`Vocabulary.load <worldmodel.models.vocab.Vocabulary.load>`, which says why)."""
         try:
-            return json.loads((Path(folder) / PIECES_FILE).read_text()).get("kind") == "pieces"
-        except (OSError, json.JSONDecodeError, AttributeError):
+            return read_json_object(Path(folder) / PIECES_FILE, "json", "checkpoint file").get("kind") == "pieces"
+        except WorldModelError:
             return False
 
     @classmethod
     def load(cls, folder: Path) -> "PieceVocabulary":
+        d = read_json_object(Path(folder) / PIECES_FILE, "json", "checkpoint file")
         try:
-            d = json.loads((Path(folder) / PIECES_FILE).read_text())
             template = Template.from_dict(d["template"]) if d.get("template") else None
             return cls({str(t): list(p) for t, p in d["pieces"].items()}, d["size"], d.get("bos_id"), d.get("pad_id"),
                        d.get("separator", " "), d.get("world", ""), template, d.get("text_ids"), d.get("floor", 0.0))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, WorldModelError) as exc:
             raise WorldModelError(f"checkpoint {folder}: {PIECES_FILE} is malformed ({exc})") from None
 
     def check_world(self, world: World, where: str, missing: str = "error") -> None:
@@ -221,18 +230,15 @@ class PieceModel(SequenceModel):
                         missing: str = "error"):
         from transformers import AutoModelForCausalLM
 
-        from ..hf import quiet_transformers
+        from ..hf import check_model_folder, load_pretrained, quiet_transformers
 
         quiet_transformers()
         folder = Path(folder)
         vocab = PieceVocabulary.load(folder)
         if world is not None:
             vocab.check_world(world, str(folder), missing)
-        try:
-            model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
-        except (OSError, ValueError, RuntimeError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise WorldModelError(f"checkpoint {folder} is incomplete or corrupt: {first}") from None
+        check_model_folder(folder)
+        model = load_pretrained(AutoModelForCausalLM, folder, local_files_only=True)
         return cls(model, vocab, name=name or folder.name, device=device)
 
     def _trie(self) -> None:
@@ -539,18 +545,17 @@ def import_hf(source: Path, world: World, tokenizer: Path | None = None, bos: st
     """A local Hugging Face causal LM folder (and its tokenizer) for ``world``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..hf import quiet_transformers
+    from ..hf import check_model_folder, load_pretrained, quiet_transformers
     from .common import Imported, _provenance
 
     quiet_transformers()
     if not source.is_dir():
         raise WorldModelError(f"{source}: an hf checkpoint is a model folder (local files only)")
-    try:
-        tok = AutoTokenizer.from_pretrained(tokenizer or source, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True).eval()
-    except (OSError, ValueError, RuntimeError, KeyError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise WorldModelError(f"{source}: not a loadable Hugging Face model and tokenizer ({first})") from None
+    check_model_folder(source, "Hugging Face model")
+    if tokenizer is not None and Path(tokenizer).is_dir():
+        check_model_folder_files(Path(tokenizer))
+    tok = load_pretrained(AutoTokenizer, tokenizer or source, "Hugging Face tokenizer", local_files_only=True)
+    model = load_pretrained(AutoModelForCausalLM, source, "Hugging Face model", local_files_only=True).eval()
     pieces = {t: tok.encode(separator + t, add_special_tokens=False) for t in world.tokens}
     if bos is not None:
         bos_id = tok.convert_tokens_to_ids(bos)
@@ -573,9 +578,24 @@ def import_hf(source: Path, world: World, tokenizer: Path | None = None, bos: st
     return with_missing(Imported(model, vocab, prov, notes, tokenizer=tok), world, missing)
 
 
+#: files a Hugging Face tokenizer is saved as (one of them marks a model folder with its own tokenizer)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "merges.txt", "tokenizer.model",
+                   "spiece.model", "sentencepiece.bpe.model")
+
+
+def check_model_folder_files(folder: Path) -> None:
+    """Every file of a tokenizer folder is a regular file (no symlink to a device)."""
+    from ...safety import regular_file
+
+    for f in sorted(Path(folder).iterdir()):
+        if not f.is_dir():
+            regular_file(f, "tokenizer file")
+
+
 def is_hf(source: Path, data) -> bool:
-    """A folder with a Hugging Face ``config.json`` (and no ``vocab.json``: that is ours)."""
-    return data is None and (source / "config.json").exists()
+    """A Hugging Face model folder: ``config.json`` and a tokenizer of its own (no ``vocab.json``: that is ours)."""
+    return (data is None and (source / "config.json").exists()
+            and any((source / name).exists() for name in TOKENIZER_FILES))
 
 
 def load_hf(source: Path, world: World, options, data=None):

@@ -79,9 +79,18 @@ def load_torch(path: str | Path):
     """``torch.load(path, weights_only=True)`` with the authors' tokenizer class as a plain holder."""
     import torch
 
+    from ...safety import regular_file
+
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise WorldModelError(f"{path} does not exist or is not a file")
+    regular_file(path, "checkpoint file")
+    with path.open("rb") as f:
+        head = f.read(8)
+    if not (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):   # torch.save's zip, or a legacy pickle
+        shown = head.decode("latin-1").encode("unicode_escape").decode()
+        raise WorldModelError(f"{path} is not a readable PyTorch file (it begins {shown!r}; torch.save writes a "
+                              "zip archive or a pickle)")
     try:
         with torch.serialization.safe_globals(_allowed_globals()):
             return torch.load(path, map_location="cpu", weights_only=True)
@@ -94,7 +103,9 @@ def load_torch(path: str | Path):
         raise WorldModelError(f"{path} is not a readable PyTorch file ({why})") from None
     except WorldModelError:
         raise
-    except (RuntimeError, EOFError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except MemoryError:
+        raise WorldModelError(f"{path}: out of memory while reading it (a corrupt or hostile size?)") from None
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise WorldModelError(f"{path} is not a readable PyTorch file: {first}") from None
 

@@ -141,7 +141,9 @@ class NavigationDomain(Domain):
 
         max_len = self.max_tokens()
         pairs = od_pairs(self, dataset, trials, seed, data_dir, max_len)
+        note = (f"the {dataset} test split has only {len(pairs)} distinct usable origin-destination pairs; "
+                f"using all {len(pairs)}, not the {trials} asked" if len(pairs) < trials else "")
         return DetourPlan(starts=[[o, d] for o, d in pairs], max_len=max_len,
                           allowed=reachable_within(self.world, max_len),
-                          reference=ShortestRouteModel(self.world), starts_from=f"{trials} {dataset} test pairs",
-                          success="the destination reached within the token limit")
+                          reference=ShortestRouteModel(self.world), starts_from=f"{len(pairs)} {dataset} test pairs",
+                          success="the destination reached within the token limit", note=note)

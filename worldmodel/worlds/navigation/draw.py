@@ -107,11 +107,13 @@ def draw_reconstruction(reconstruction_or_edges, street_map, path: str | Path, c
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
-    plt.close(fig)
-    return path
+    from worldmodel.safety import atomic_file
+
+    try:
+        atomic_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi), "figure")
+    finally:
+        plt.close(fig)
+    return Path(path)
 
 
 def inline_leaflet(html: str) -> str:
@@ -134,9 +136,30 @@ def inline_leaflet(html: str) -> str:
     return html[:first.start()] + inline + _EXTERNAL.sub("", html[first.start():])
 
 
+def _legend(title: str, color_by: str, max_length_m: float) -> str:
+    """The map's title and legend: a fixed box in the top right corner (plain HTML, no external files)."""
+    import html as _html
+
+    def swatch(colour: str, label: str, width: int = 3) -> str:
+        return (f'<div><span style="display:inline-block;width:22px;height:0;border-top:{width}px solid {colour};'
+                f'vertical-align:middle;margin-right:6px"></span>{_html.escape(label)}</div>')
+
+    rows = [swatch("#9a9a9a", "true street, used by a sequence", 2), swatch("#d0d0d0", "true street, unused", 2)]
+    if color_by == "direction":
+        rows += [swatch(c, f"new edge heading {d}") for d, c in _DIR_COLOURS.items()]
+    else:
+        rows.append('<div><span style="display:inline-block;width:90px;height:8px;vertical-align:middle;'
+                    'margin-right:6px;background:linear-gradient(to right,#0d0887,#cc4778,#f0f921)"></span>'
+                    f'new edge, by length: 0 to {max_length_m:.0f} m</div>')
+    heading = "<br>".join(_html.escape(line) for line in title.splitlines())
+    return ('<div id="worldmodel-legend" style="position:fixed;top:10px;right:10px;z-index:1000;background:#fff;'
+            'padding:8px 10px;border:1px solid #999;border-radius:4px;font:12px sans-serif;max-width:340px">'
+            f'<div style="font-weight:bold;margin-bottom:4px">{heading}</div>{"".join(rows)}</div>')
+
+
 def write_html(reconstruction_or_edges, street_map, path: str | Path, color_by: str = "length",
-               open_browser: bool = False) -> Path:
-    """Save an interactive map (folium, ``tiles=None``) to ``path``; optionally open it."""
+               open_browser: bool = False, title: str = "Reconstructed street map") -> Path:
+    """Save an interactive map (folium, ``tiles=None``) to ``path``, with ``title`` and a legend; optionally open it."""
     if color_by not in COLOR_BY:
         raise WorldModelError(f"colour new edges by {color_by!r}? choose one of {', '.join(COLOR_BY)}")
     import folium
@@ -170,13 +193,16 @@ def write_html(reconstruction_or_edges, street_map, path: str | Path, color_by: 
             folium.PolyLine(pts, color=colour, weight=2, opacity=0.8).add_to(true_layer)
     true_layer.add_to(fmap)
     new_layer.add_to(fmap)
-    folium.LayerControl().add_to(fmap)
+    folium.LayerControl(position="bottomleft").add_to(fmap)
+    import html as _html
+
+    root = fmap.get_root()
+    root.header.add_child(folium.Element(f"<title>{_html.escape(title.splitlines()[0])}</title>"))
+    root.html.add_child(folium.Element(_legend(title, color_by, norm.vmax)))
+    from worldmodel.safety import atomic_write
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    html = inline_leaflet(fmap.get_root().render())
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, inline_leaflet(fmap.get_root().render()), "map")
     if open_browser:
         import webbrowser
 

@@ -87,14 +87,19 @@ def reachable_within(world: NavigationWorld, max_len: int):
 
 
 def od_pairs(domain, dataset: str, n: int, seed: int, data_dir=None, max_len: int = 100) -> list[tuple[str, str]]:
-    """``n`` random test OD pairs of ``dataset`` (distinct while there are enough), reachable within ``max_len``."""
+    """``n`` distinct random test OD pairs of ``dataset``, reachable within ``max_len``, drawn without replacement.
+
+    Fewer than ``n`` come back when the test split has fewer usable pairs: every one of them
+    (callers say so). A pair is never drawn twice, so ``n`` trials are ``n`` independent
+    starts, as the standard errors assume.
+    """
     world = domain.world
     pairs = [(o, d) for o, d in iter_od_pairs(domain.sequences("test", dataset, data_dir))
              if world.hops_to(d).get(o, max_len) + 3 <= max_len]
     if not pairs:
         raise WorldModelError(f"task {domain.task.name}: the {dataset} test split has no usable origin-destination pair")
     rng = np.random.default_rng(seed)
-    idx = rng.choice(len(pairs), size=n, replace=n > len(pairs))
+    idx = rng.choice(len(pairs), size=min(n, len(pairs)), replace=False)
     return [pairs[int(i)] for i in idx]
 
 

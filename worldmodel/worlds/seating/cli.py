@@ -48,7 +48,9 @@ def write_outputs(report, out: Path, label: str) -> None:
         md.append("Trials not scored: " + "; ".join(
             f"{k}: " + ", ".join(f"{why} ×{c}" for why, c in f.items()) for k, f in failures.items()))
         md.append("")
-    (out / "results.md").write_text("\n".join(md))
+    from worldmodel.safety import atomic_write
+
+    atomic_write(out / "results.md", "\n".join(md), "results")
 
 
 def cmd_llm_eval(args) -> int:

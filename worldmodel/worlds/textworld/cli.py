@@ -93,13 +93,11 @@ def cmd_agent(args) -> int:
         "task": task.name, "backend": describe, "label": label, "max_steps": args.max_steps,
         "games": [{k: v for k, v in r.items() if k != "commands"} for r in records],
         "by_configuration": by_config, "overall": overall})
-    tmp = out / "games.jsonl.tmp"
-    with tmp.open("w") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-    tmp.replace(out / "games.jsonl")
+    from worldmodel.safety import atomic_write
+
+    atomic_write(out / "games.jsonl", (json.dumps(r) + "\n" for r in records), "games")
     table = agent_table({label: by_config}, {label: overall})
-    (out / "results.md").write_text(f"# {task.name}: {label} plays {len(games)} game(s), at most "
+    atomic_write(out / "results.md", f"# {task.name}: {label} plays {len(games)} game(s), at most "
                                     f"{args.max_steps} commands each\n\n{table}\n")
     print(table)
     print(f"asked {asked} new prompts ({len(cache)} cached in {cache.path}); wrote {out}/results.json")
@@ -130,7 +128,10 @@ def cmd_probe(args) -> int:
     write_json_atomic(out / "results.json", {"task": task.name, "game": world.name, **report.summary()})
     report.write_trials(out / "trials.jsonl")
     table = probe_table({label: report.summary()})
-    (out / "results.md").write_text(
+    from worldmodel.safety import atomic_write
+
+    atomic_write(
+        out / "results.md",
         f"# {task.name}: world-model probe in words, {label}\n\n{settings.states} trials per metric, "
         f"{settings.samples} proposed commands each, histories of 1–{settings.max_prefix} commands, "
         f"seed {settings.seed}.\n\n{table}\n")
