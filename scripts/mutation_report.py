@@ -6,7 +6,11 @@ whether its source has changed since. Survivors are listed with their diff; the
 ones explained as equivalent are read from ``results/mutation-equivalent.toml``
 (``"mutant name" = "why it cannot change behaviour"``), kept by hand.
 
-    python scripts/mutation_report.py [--out results/mutation.md] [--note FILE]
+    python scripts/mutation_report.py [--out results/mutation.md] [--note FILE] [--keep-from FILE]
+
+A module with no results under ``.mutation/`` here keeps its row and its survivors from the
+previous report (``--keep-from``, default the ``--out`` file), marked as carried over, so a
+session that reruns one module does not erase the others.
 """
 
 from __future__ import annotations
@@ -48,11 +52,32 @@ def diff_of(folder: Path, name: str) -> str:
     return "\n".join(lines)
 
 
+def previous_report(path: Path) -> tuple[dict[str, str], list[str]]:
+    """The table rows (module -> line) and the survivor sections of an earlier report."""
+    if not path.exists():
+        return {}, []
+    text = path.read_text()
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("| `worldmodel/"):
+            rows[line.split("`")[1]] = line
+    body = text.split("\n## Survivors\n", 1)[-1] if "\n## Survivors\n" in text else ""
+    sections = ["### `" + part.rstrip() for part in body.split("\n### `")[1:]]
+    return rows, sections
+
+
+def dotted(module: str) -> str:
+    return module.removesuffix(".py").replace("/", ".") + "."
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/mutation.md")
     ap.add_argument("--note", default="", help="a file whose text is added under the title (scope of the run)")
+    ap.add_argument("--keep-from", default=None,
+                    help="earlier report whose rows and survivors modules not run here keep (default: --out)")
     args = ap.parse_args(argv)
+    old_rows, old_sections = previous_report(ROOT / (args.keep_from or args.out))
     _, table = load_config()
     eq_path = ROOT / "results" / "mutation-equivalent.toml"
     equivalent = tomllib.loads(eq_path.read_text()) if eq_path.exists() else {}
@@ -92,7 +117,11 @@ def main(argv=None) -> int:
     for module, n, c, run, tests in rows:
         test_list = ", ".join(f"`{Path(t).name}`" for t in tests)
         if n is None:
-            lines.append(f"| `{module}` | — | 0 | | | | | all | not run | | {test_list} |")
+            if module in old_rows and "not run" not in old_rows[module]:
+                lines.append(old_rows[module].rstrip(" |") + " (carried over from the previous report) |"
+                             if "carried over" not in old_rows[module] else old_rows[module])
+            else:
+                lines.append(f"| `{module}` | — | 0 | | | | | all | not run | | {test_list} |")
             continue
         killed = c.get("killed", 0) + c.get("timeout", 0)
         eq = c.get("equivalent", 0)
@@ -114,6 +143,11 @@ def main(argv=None) -> int:
             lines.append("")
         diff = diff_of(folder, name)
         lines += ["```diff", diff, "```", ""] if diff else ["(diff not available)", ""]
+    carried = [m for m, n, *_ in rows if n is None and m in old_rows]
+    for section in old_sections:
+        name = section.split("`")[1]
+        if any(name.startswith(dotted(m)) for m in carried):
+            lines += [section, ""]
     out = ROOT / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")

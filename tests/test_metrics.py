@@ -773,3 +773,53 @@ def test_probe_trains_on_the_models_device(monkeypatch):
     assert ("module", torch.device("cpu")) in moved
     assert sum(1 for kind, d in moved if kind == "tensor") >= 3 + 2      # X, Y, the test mask, a batch order per epoch
     assert all(d == torch.device("cpu") for _, d in moved), moved
+
+
+def test_the_registered_run_functions_pass_the_context_through(tmp_path, capsys):
+    """run_compression / run_distinction / run_next_token / run_probe: the domain's sampler and data, the
+    context's settings and progress, the log given, and their result keys."""
+    from worldmodel.api.metric import MetricContext
+    from worldmodel.metrics import run_compression, run_distinction, run_next_token, run_probe
+    from worldmodel.results import trial_seed
+
+    world = random_dfa(6, 3, 1)
+    rng = np.random.default_rng(0)
+    split = {"test": [random_walk(world, 0, 6, rng) for _ in range(4)],
+             "train": [random_walk(world, 0, 10, rng) for _ in range(10)]}
+    asked = []
+
+    class Domain:
+        def sampler(self):
+            return FixedPairs(WORLD, COMP, DIST)
+
+        def sequences(self, name, dataset, data_dir):
+            asked.append((name, dataset, data_dir))
+            return split[name]
+
+    def ctx(model, w, progress):
+        return MetricContext(None, Domain(), w, model, Settings(M=2, trials=3, seed=9, probe_epochs=2), "ds",
+                             tmp_path / "data", progress)
+
+    log = TrialLog(tmp_path / "c.jsonl", {})
+    got = run_compression(ctx(TrueWorldModel(WORLD), WORLD, False), log)
+    assert list(got) == ["compression_precision"] and got["compression_precision"].n == 3
+    assert [t["seed"] for t in log.trials()] == [trial_seed(9, "compression", i) for i in range(3)]
+    assert capsys.readouterr().err == ""
+    got = run_distinction(ctx(TrueWorldModel(SPLIT), WORLD, True), None)
+    assert list(got) == ["distinction_precision", "distinction_recall"]
+    assert got["distinction_precision"].n == got["distinction_recall"].n == 3
+    assert _bar_segments(capsys.readouterr().err, "distinction")
+    dlog = TrialLog(tmp_path / "d.jsonl", {})
+    run_distinction(ctx(TrueWorldModel(WORLD), WORLD, False), dlog)
+    assert len(dlog.trials()) == 3
+    got = run_next_token(ctx(TrueWorldModel(world), world, False), None)
+    assert list(got) == ["next_token"] and got["next_token"].mean == 1.0
+    assert got["next_token"].n == 3 and asked[-1] == ("test", "ds", tmp_path / "data")
+    nlog = TrialLog(tmp_path / "n.jsonl", {})
+    run_next_token(ctx(TrueWorldModel(world), world, True), nlog)
+    assert len(nlog.trials()) == 3 and _bar_segments(capsys.readouterr().err, "next-token")
+    got = run_probe(ctx(_OneHot(world), world, True))
+    assert list(got) == ["probe"] and got["probe"].n > 0 and asked[-1] == ("train", "ds", tmp_path / "data")
+    assert _bar_segments(capsys.readouterr().err, "probe")
+    run_probe(ctx(_OneHot(world), world, False))
+    assert capsys.readouterr().err == ""

@@ -114,7 +114,7 @@ def train(task: Task, out: str | Path, dataset: str | None = None, steps: int | 
 
 
 def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo, Accelerator) -> dict:
-
+    """:func:`train` once ``out`` is claimed."""
     t_start = time.time()
     cfg = TrainConfig.from_task(task, steps, seed, overrides)
     domain = task.domain

@@ -18,6 +18,7 @@ import pickle
 import signal
 import tempfile
 import threading
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -112,7 +113,9 @@ def load_state(path: Path, fingerprint: str) -> tuple[dict | None, str | None]:
     except WorldModelError:
         return None, "resume state is not a regular file"
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():   # a foreign pickle's protocol is not worth a warning: it is refused anyway
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            state = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile):
         return None, "resume state is unreadable or not plain data"
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:

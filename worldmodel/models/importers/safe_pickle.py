@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import pickle
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +93,8 @@ def load_torch(path: str | Path):
         raise WorldModelError(f"{path} is not a readable PyTorch file (it begins {shown!r}; torch.save writes a "
                               "zip archive or a pickle)")
     try:
-        with torch.serialization.safe_globals(_allowed_globals()):
+        with torch.serialization.safe_globals(_allowed_globals()), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")   # the file is checked anyway
             return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         m = re.search(r"GLOBAL ([\w.]+)", str(exc))
