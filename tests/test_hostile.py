@@ -547,7 +547,9 @@ def test_ctrl_c_stops_an_llm_run_at_once(tmp_path):
             [sys.executable, "-m", "worldmodel.cli", "llm-eval", "seating", "--backend", "openai", "--base-url",
              srv.url, "--model", "m", "--api-key-env", "", "--timeout", "300", "--states", "4", "--out",
              str(tmp_path / "llm"), "--no-progress"],
-            env=ENV, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            env=ENV, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            # a shell without job control starts background jobs with SIGINT ignored, and children inherit that
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         end = time.time() + 120
         while not srv.requests and time.time() < end and proc.poll() is None:
             time.sleep(0.1)
