@@ -64,9 +64,12 @@ def load_pretrained(loader, folder: Path, what: str = "checkpoint", **kwargs):
     try:
         return loader.from_pretrained(folder, **kwargs)
     except pickle.UnpicklingError as exc:
-        first = (str(exc).strip().splitlines() or ["refused"])[0]
-        raise WorldModelError(f"{what} {folder}: its weights file is refused: it is not plain data "
-                              f"(unpickling it could run code; {first[:160]})") from None
+        import re
+
+        asked = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        why = f"it asks to load {asked.group(1)}" if asked else "it is not plain data"
+        raise WorldModelError(f"{what} {folder}: its weights file is refused: {why} "
+                              "(unpickling it could run code; nothing was run)") from None
     except LOAD_ERRORS as exc:
         if type(exc).__name__ == "OutOfMemoryError" or "can't allocate memory" in str(exc):
             raise
