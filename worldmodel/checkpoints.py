@@ -110,6 +110,7 @@ def reuse_or_train(task, dataset: str, folder: str | Path, steps: int | None = N
     why = mismatch(folder, task, dataset, want)
     if why is None:
         info = json.loads((folder / "training.json").read_text())
+        info.pop("resume_fingerprint", None)       # what marks a finished run's folder, not part of its summary
         print(f"reusing {folder} ({info['steps']} steps, trained in {info['seconds']:.0f} s)")
         return folder, info
     if not train:

@@ -128,7 +128,10 @@ class Vocabulary:
         path = Path(folder) / cls.FILE
         if not path.exists() and not path.is_symlink():
             raise WorldModelError(f"checkpoint {folder}: missing {cls.FILE} (not a worldmodel checkpoint?)")
-        data = read_json_object(path, "json", "checkpoint file")
+        try:
+            data = read_json_object(path, "json", "file")
+        except WorldModelError as exc:
+            raise WorldModelError(f"checkpoint {folder}: {cls.FILE} is malformed ({exc})") from None
         try:
             if data.get("format") == 2:
                 size = data["size"]
