@@ -564,8 +564,10 @@ def cached_crawl(path: str | Path, spec: SimulatorSpec | None = None, cache: str
     folder = Path(cache)
     file = folder / f"{Path(path).stem}-{crawl_key(path, spec, keyed)}.json"
     if file.is_file():
+        from .safety import read_json
+
         try:
-            found = Crawl.from_json(json.loads(file.read_text()))
+            found = Crawl.from_json(read_json(file, "log", "crawl cache entry"))
             found.source = str(path)
             return found
         except (ValueError, WorldModelError):
@@ -573,10 +575,9 @@ def cached_crawl(path: str | Path, spec: SimulatorSpec | None = None, cache: str
     result = crawl(path, spec, **bounds)
     if result.stop.startswith("time bound") or result.failure:
         return result  # a machine-speed or failure outcome is not a property of the simulator: not cached
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result.to_json()))
-    tmp.replace(file)
+    from .safety import atomic_json
+
+    atomic_json(file, result.to_json(), "crawl cache entry")
     return result
 
 

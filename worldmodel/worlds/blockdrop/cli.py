@@ -35,6 +35,7 @@ import argparse
 import json
 from pathlib import Path
 
+from worldmodel.safety import atomic_write
 from worldmodel.errors import WorldModelError
 
 COMMANDS = ("blockdrop-levels",)
@@ -147,7 +148,7 @@ def cmd_probe(args) -> int:
     write_json_atomic(out / "results.json", {"world": world.name, "label": label, **report.summary()})
     report.write_trials(out / "trials.jsonl")
     table = probe_table({label: report.summary()})
-    (out / "results.md").write_text(f"# Block-drop probe in words: {label}\n\n{settings.states} trials per metric, "
+    atomic_write(out / "results.md", f"# Block-drop probe in words: {label}\n\n{settings.states} trials per metric, "
                                     f"{settings.samples} proposed drops each, seed {settings.seed}.\n\n{table}\n")
     print(table)
     return 0
@@ -207,11 +208,11 @@ def register(subparsers) -> None:
                                "scored as the competition scores them", description=__doc__, formatter_class=fmt)
     lv.add_argument("task")
     lv.add_argument("--checkpoint")
-    lv.add_argument("--model", choices=["untrained"])
-    lv.add_argument("--letters", default="I,L,U")
-    lv.add_argument("--trials", type=int, default=10)
+    lv.add_argument("--model", choices=["untrained"], help="untrained: a random network of the task's [model] shape")
+    lv.add_argument("--letters", default="I,L,U", help="target letters, comma-separated (default I,L,U)")
+    lv.add_argument("--trials", type=int, default=10, help="levels sampled per letter (default 10)")
     lv.add_argument("--max-len", type=int, default=63, help="most tokens sampled after the letter (default 63)")
-    lv.add_argument("--cache")
+    lv.add_argument("--cache", help="response cache file (default OUT/cache.jsonl)")
     lv.add_argument("--device", default="cpu")
     _similarity_arguments(lv)
     add_chat_run_arguments(lv, "folder for results, levels and images")
@@ -220,21 +221,21 @@ def register(subparsers) -> None:
     pr = subparsers.add_parser("blockdrop-probe", help="ask a chat model whether a drop is possible and the structure "
                                "stands (compression, distinction)", description=__doc__, formatter_class=fmt)
     add_chat_arguments(pr, true_help="answers from the stable world")
-    pr.add_argument("--states", type=int, default=50)
-    pr.add_argument("--samples", type=int, default=5)
+    pr.add_argument("--states", type=int, default=50, help="trials per metric (default 50)")
+    pr.add_argument("--samples", type=int, default=5, help="continuations / boundary suffixes per trial (default 5)")
     add_chat_run_arguments(pr, "folder for results.json, results.md, trials.jsonl")
     pr.set_defaults(func=cmd_probe)
 
     px = subparsers.add_parser("blockdrop-proxy", help="train the proxy letter classifier (not vit-base-letter)")
-    px.add_argument("--out", required=True)
-    px.add_argument("--steps", type=int, default=1500)
+    px.add_argument("--out", required=True, help="folder for the proxy classifier")
+    px.add_argument("--steps", type=int, default=1500, help="training steps (default 1500)")
     px.add_argument("--seed", type=int, default=0)
     px.add_argument("--no-progress", action="store_true")
     px.set_defaults(func=cmd_proxy)
 
     ph = subparsers.add_parser("blockdrop-physics", help="agreement of the static stability rule with Box2D")
-    ph.add_argument("--programs", type=int, default=500)
+    ph.add_argument("--programs", type=int, default=500, help="random letter programs to compare (default 500)")
     ph.add_argument("--seed", type=int, default=0)
-    ph.add_argument("--out")
+    ph.add_argument("--out", help="JSON file for the agreement (default: print only)")
     ph.add_argument("--no-progress", action="store_true")
     ph.set_defaults(func=cmd_physics)

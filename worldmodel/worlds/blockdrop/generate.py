@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from ...safety import atomic_write
 from ...chat import Backend, ResponseCache
 from ...errors import WorldModelError
 from ...results import trial_seed
@@ -283,4 +284,4 @@ def write(out: Path, summ: dict, runs: dict[str, PromptRun], title: str) -> None
             for j, ts in r.trials.items():
                 for t in ts:
                     f.write(json.dumps({"prompt": k, **t}) + "\n")
-    (out / "results.md").write_text(f"# {title}\n\n" + markdown(summ))
+    atomic_write(out / "results.md", f"# {title}\n\n" + markdown(summ))

@@ -130,10 +130,9 @@ class ProxyLetterClassifier(LetterClassifier):
         if not meta_path.exists() or not weights.exists():
             raise WorldModelError(f"{folder} is not a proxy letter classifier (no proxy.json and model.safetensors; "
                                   "make one with `worldmodel blockdrop-proxy --out DIR`)")
-        try:
-            self.meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise WorldModelError(f"{meta_path} is not JSON ({exc})") from None
+        from worldmodel.safety import read_json_object
+
+        self.meta = read_json_object(meta_path, "json", "proxy classifier file")
         self.net = _net(0)
         self.net.load_state_dict(load_file(str(weights)))
         self.net.eval()

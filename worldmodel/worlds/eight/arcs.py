@@ -24,7 +24,6 @@ marker list. An arc not in the table falls back to its calm baseline value only.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -213,10 +212,9 @@ def load_arc(folder: str | Path, arc_id: str) -> Arc:
         have = sorted(p.stem for p in Path(folder).glob("*.json")) if Path(folder).is_dir() else []
         raise WorldModelError(f"no arc file {path}" + (f" (arcs there: {', '.join(have)})" if have else
                                                         " (run `worldmodel fetch eight`)"))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WorldModelError(f"arc file {path} is not JSON ({exc})") from None
+    from worldmodel.safety import read_json
+
+    data = read_json(path, "json", "arc file")          # bounded, UTF-8, no key twice
     arc = parse_arc(data, path)
     if arc.id != arc_id:
         raise WorldModelError(f"arc file {path} holds arc {arc.id!r}, not {arc_id!r}")

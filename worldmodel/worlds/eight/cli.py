@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from worldmodel.safety import atomic_write
 from worldmodel.errors import WorldModelError
 
 COMMANDS = ("eight-agent", "eight-serve", "eight-probe")
@@ -135,7 +136,7 @@ def cmd_agent(args) -> int:
             f.write(json.dumps(e.to_dict(replies=args.backend in ("hf", "openai"))) + "\n")
     tmp.replace(out / "episodes.jsonl")
     head = f"# {task.name}: {label} plays {game}, {episodes} episodes per cell, at most {max_rounds} rounds"
-    (out / "results.md").write_text(f"{head}\n\n{table}{note}{check}\n")
+    atomic_write(out / "results.md", f"{head}\n\n{table}{note}{check}\n")
     print(table + note + check)
     print(f"wrote {out}/results.json")
     return 0
@@ -195,7 +196,7 @@ def cmd_probe(args) -> int:
     write_json_atomic(out / "results.json", {"task": task.name, "label": label, **report.summary()})
     report.write_trials(out / "trials.jsonl")
     table = probe_table({label: report.summary()})
-    (out / "results.md").write_text(f"# {task.name}: the call in words, {label}\n\n{settings.states} trials per "
+    atomic_write(out / "results.md", f"# {task.name}: the call in words, {label}\n\n{settings.states} trials per "
                                     f"metric, {settings.samples} continuations each, seed {settings.seed}.\n\n"
                                     f"{table}\n")
     print(table)
@@ -226,7 +227,7 @@ def register(subparsers) -> None:
     s = subparsers.add_parser("eight-serve", help="serve the 8 simulator's HTTP API on 127.0.0.1",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("task", help="an eight task (its arcs_dir gives the arc files)")
-    s.add_argument("--port", type=int, default=5000)
+    s.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1 (default 5000)")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_serve)
 
