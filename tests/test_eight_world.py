@@ -49,7 +49,7 @@ def test_a_malformed_arc_file_is_one_error(tmp_path):
     with pytest.raises(WorldModelError, match="says two things"):
         parse_arc(data, "x.json")
     (tmp_path / "coach8.json").write_text("{not json")
-    with pytest.raises(WorldModelError, match="not JSON"):
+    with pytest.raises(WorldModelError, match="not valid JSON"):
         load_arc(tmp_path, "coach8")
     with pytest.raises(WorldModelError, match="no arc file"):
         load_arc(tmp_path, "stairway8")
