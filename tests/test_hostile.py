@@ -616,6 +616,7 @@ def test_a_second_run_on_the_same_out_stops_with_one_line_naming_the_first(comma
     assert not out.exists() and not out.parent.exists()
 
 
+@pytest.mark.slow
 def test_two_real_evaluate_runs_on_one_out(work):
     """The issue's case with two real processes started together: one writes, the other stops in one line;
     every trial is logged once and the log reads back."""
