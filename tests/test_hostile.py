@@ -927,3 +927,32 @@ def test_readme_commands_name_what_they_need():
     line = next(x for x in readme.splitlines() if x.startswith("worldmodel reconstruct TASK"))
     assert "--out DIR" in line and "--n-sequences" in line
     assert "runs/toy-dfa/seed-0/checkpoint" in readme and "## Reliability" in readme
+
+
+def readme_snippets() -> list[str]:
+    """The README's ```python blocks under "Using it as a library", in order."""
+    text = (REPO / "README.md").read_text().split("## Using it as a library", 1)[1].split("\n## ", 1)[0]
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+def test_the_readme_library_snippet_runs_as_written(work, tmp_path, monkeypatch, capsys):
+    """The first snippet, character for character, on the checkpoint path the toy script writes."""
+    import shutil
+
+    snippet = readme_snippets()[0]
+    assert 'checkpoint="runs/toy-dfa/seed-0/checkpoint"' in snippet
+    shutil.copytree(work / "ckpt", tmp_path / "runs" / "toy-dfa" / "seed-0" / "checkpoint")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "compression_precision" in printed and "distinction_precision" in printed
+
+
+@pytest.mark.slow
+def test_the_readme_custom_world_snippet_runs_as_written(tmp_path, monkeypatch, capsys):
+    snippet = readme_snippets()[1]
+    assert "wm.ExplicitDFA.from_dict" in snippet
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "compression_precision" in printed and (tmp_path / "runs" / "counter" / "vocab.json").exists()
