@@ -900,6 +900,45 @@ def test_reconstruct_draws_without_replacement_and_refuses_a_file_of_no_rides(tm
     assert not (tmp_path / "rec2").exists()
 
 
+@pytest.mark.parametrize("case", ["not-utf8", "dev-zero", "a-folder"])
+def test_a_hostile_sequence_file_for_reconstruct_is_one_line(case, tmp_path, capsys, nav):
+    seqs = tmp_path / "seqs.txt"
+    if case == "not-utf8":
+        seqs.write_bytes(b"n0 \xc3\x28 n1\n")
+    elif case == "dev-zero":
+        seqs.symlink_to("/dev/zero")
+    else:
+        seqs.mkdir()
+    code, _, err = cli(tmp_path, capsys, "reconstruct", "nav-grid-tiny", "--sequences", seqs, "--data-dir", nav,
+                       "--out", "rec3", "--no-progress")
+    line = one_line(err)
+    assert code == 2 and "seqs.txt" in line, line
+    assert not (tmp_path / "rec3").exists()
+
+
+def test_a_hostile_training_record_is_never_taken(work, capsys):
+    """training.json (which names the data set a checkpoint was trained on) symlinked to /dev/zero, or with a
+    key twice: it is not read past its bound, not taken, and a checkpoint folder with it is not reused."""
+    from worldmodel import checkpoints
+    from worldmodel.tasks import load_task
+
+    task = load_task(str(work / "tiny.toml"))
+    for name, text in (("dev-zero", None), ("repeated-key", '{"dataset": "default", "dataset": "other"}')):
+        bad = copy_checkpoint(work, f"record-{name}")
+        record = bad / "training.json"
+        record.unlink()
+        if text is None:
+            record.symlink_to("/dev/zero")
+        else:
+            record.write_text(text)
+        t0 = time.perf_counter()
+        assert checkpoints.trained_dataset(bad) is None
+        assert checkpoints.choose_dataset(["default", "other"], checkpoint=bad) == "default"
+        why = checkpoints.mismatch(bad, task, "default", 4)
+        assert why.startswith("unreadable training record") and ("twice" in why or "regular file" in why), why
+        assert time.perf_counter() - t0 < 5
+
+
 # ---------------------------------------------------------------------------
 # 9. help texts and the README's commands
 # ---------------------------------------------------------------------------

@@ -16,10 +16,10 @@ losses, time) and ``task.toml`` (the task file it was trained from).
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
+from . import safety
 from .errors import WorldModelError
 
 #: sections of a task file that decide what a checkpoint learnt (``[train] steps`` is checked on its own)
@@ -45,8 +45,8 @@ def training_record(folder: str | Path) -> dict | None:
     if not path.exists():
         return None
     try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError:
+        record = safety.read_json(path, "json", "training record")   # bounded, a regular file, strict JSON
+    except WorldModelError:
         return None
     return record if isinstance(record, dict) else None
 
@@ -83,9 +83,9 @@ def mismatch(folder: str | Path, task, dataset: str, steps: int) -> str | None:
     if not info_path.exists() or not toml_path.exists():
         return "no finished checkpoint"
     try:
-        info = json.loads(info_path.read_text())
-        saved = tomllib.loads(toml_path.read_text())
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        info = safety.read_json_object(info_path, "json", "training record")
+        saved = tomllib.loads(safety.read_text(toml_path, "task", "task file"))
+    except (WorldModelError, tomllib.TOMLDecodeError) as exc:
         return f"unreadable training record ({exc})"
     if info.get("task") != task.name or info.get("dataset") != dataset:
         return f"trained for {info.get('task')}/{info.get('dataset')}"
@@ -109,7 +109,7 @@ def reuse_or_train(task, dataset: str, folder: str | Path, steps: int | None = N
     want = int(steps if steps is not None else task.section("train").get("steps", 1000))  # train()'s default
     why = mismatch(folder, task, dataset, want)
     if why is None:
-        info = json.loads((folder / "training.json").read_text())
+        info = safety.read_json_object(folder / "training.json", "json", "training record")
         info.pop("resume_fingerprint", None)       # what marks a finished run's folder, not part of its summary
         print(f"reusing {folder} ({info['steps']} steps, trained in {info['seconds']:.0f} s)")
         return folder, info

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from worldmodel import checkpoints
+from worldmodel import checkpoints, safety
 from worldmodel.errors import WorldModelError
 
 from .navigator import ShortestRouteModel, decode_unchecked, od_pairs
@@ -86,7 +86,8 @@ def cmd_reconstruct(args) -> int:
         path = Path(args.sequences)
         if not path.is_file():
             raise WorldModelError(f"sequence file {path} does not exist")
-        seqs = [line.split() for line in path.read_text().splitlines() if line.strip()]
+        seqs = [line.split() for line in safety.read_text(path, "sequences", "sequence file").splitlines()
+                if line.strip()]
         source = str(path)
     else:
         if args.n_sequences < 1:
