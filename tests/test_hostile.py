@@ -341,6 +341,25 @@ def test_a_planted_manifest_naming_files_outside_is_not_trusted(tmp_path, monkey
         datasets._manifest(folder)
 
 
+@pytest.mark.parametrize("case", ["dev-zero", "repeated-key", "not-utf8"])
+def test_a_hostile_simulator_spec_or_textworld_game_is_one_error(case, tmp_path):
+    from worldmodel.simulator import SimulatorSpec
+    from worldmodel.worlds.textworld.house import _sha256
+
+    for name, load, text in (("spec.json", SimulatorSpec.load, '{"module": "a", "module": "b"}'),
+                             ("game.json", _sha256, '{"world": [], "world": {}}')):
+        path = tmp_path / f"{case}-{name}"
+        if case == "dev-zero":
+            path.symlink_to("/dev/zero")
+        elif case == "not-utf8":
+            path.write_bytes(b'{"world": "\xff"}')
+        else:
+            path.write_text(text)
+        needle = {"dev-zero": "not a regular file", "repeated-key": "twice", "not-utf8": "UTF-8"}[case]
+        with pytest.raises(WorldModelError, match=needle):
+            load(path)
+
+
 # ---------------------------------------------------------------------------
 # 3. paths stay inside their folder
 # ---------------------------------------------------------------------------

@@ -124,14 +124,13 @@ class SimulatorSpec:
     @classmethod
     def load(cls, path: str | Path) -> "SimulatorSpec":
         """A spec from a TOML or JSON file (keys as the fields)."""
+        from .safety import loads_json, read_text
+
         p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as exc:
-            raise WorldModelError(f"cannot read simulator spec {p} ({exc.strerror})") from None
+        text = read_text(p, "task", "simulator spec")      # bounded, a regular file, UTF-8
         try:
             if p.suffix == ".json":
-                data = json.loads(text)
+                data = loads_json(text, f"simulator spec {p}")     # a key twice is an error
             else:
                 import tomllib
 

@@ -74,10 +74,9 @@ def _sha256(path: Path) -> str:
     ``tw-make`` writes the grammar's name lists in an order that varies from run to
     run (the compiled game does not), so the grammar is left out and keys sorted.
     """
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise WorldModelError(f"TextWorld game {path} is not readable JSON ({exc})") from None
+    from worldmodel.safety import read_json
+
+    data = read_json(path, "json", "TextWorld game")      # bounded, a regular file, strict JSON
     if not isinstance(data, dict) or "world" not in data:
         raise WorldModelError(f"TextWorld game {path} is not a game.json (no 'world')")
     data.pop("grammar", None)
