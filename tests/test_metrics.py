@@ -862,15 +862,17 @@ def test_the_registered_run_functions_pass_the_context_through(tmp_path, capsys)
     assert list(got) == ["compression_precision"] and got["compression_precision"].n == 3
     assert [t["seed"] for t in log.trials()] == [trial_seed(9, "compression", i) for i in range(3)]
     assert capsys.readouterr().err == ""
+    run_compression(ctx(TrueWorldModel(WORLD), WORLD, True), None)
+    assert _bar_segments(capsys.readouterr().err, "compression")
     got = run_distinction(ctx(TrueWorldModel(SPLIT), WORLD, True), None)
     assert list(got) == ["distinction_precision", "distinction_recall"]
     assert got["distinction_precision"].n == got["distinction_recall"].n == 3
     assert _bar_segments(capsys.readouterr().err, "distinction")
     dlog = TrialLog(tmp_path / "d.jsonl", {})
     run_distinction(ctx(TrueWorldModel(WORLD), WORLD, False), dlog)
-    assert len(dlog.trials()) == 3
+    assert len(dlog.trials()) == 3 and capsys.readouterr().err == ""
     got = run_next_token(ctx(TrueWorldModel(world), world, False), None)
-    assert list(got) == ["next_token"] and got["next_token"].mean == 1.0
+    assert list(got) == ["next_token"] and got["next_token"].mean == 1.0 and capsys.readouterr().err == ""
     assert got["next_token"].n == 3 and asked[-1] == ("test", "ds", tmp_path / "data")
     nlog = TrialLog(tmp_path / "n.jsonl", {})
     run_next_token(ctx(TrueWorldModel(world), world, True), nlog)
