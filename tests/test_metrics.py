@@ -882,3 +882,23 @@ def test_the_registered_run_functions_pass_the_context_through(tmp_path, capsys)
     assert _bar_segments(capsys.readouterr().err, "probe")
     run_probe(ctx(_OneHot(world), world, False))
     assert capsys.readouterr().err == ""
+
+
+class _LacksC(TrueWorldModel):
+    """The true world's model, but declaring that its vocabulary lacks the world token ``c``."""
+
+    missing_tokens = frozenset({"c"})
+
+
+def test_a_model_lacking_a_token_skips_prefixes_that_hold_it_and_scores_positions_up_to_it(tmp_path):
+    """Compression and distinction skip a pair whose prefix holds the missing token, naming it; the
+    next-token test scores each held-out sequence up to and including the position before it."""
+    why = "prefix holds 'c', a world token the model lacks"
+    got = compression(WORLD, _LacksC(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=3), progress=False)
+    assert (got.n, got.n_failed, got.failures) == (2, 1, {why: 1})
+    got = distinction(WORLD, _LacksC(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=3), progress=False)
+    assert got["distinction_recall"].n_failed == 3 and got["distinction_recall"].failures == {why: 3}
+    log = TrialLog(tmp_path / "nt.jsonl", {})
+    seqs = [["a", "a", "c", "b"], ["b", "a", "a"]]       # 'c' at index 2: positions 0, 1, 2 are scored
+    next_token(WORLD, _LacksC(WORLD), seqs, settings(trials=2, next_token_positions="all"), log, progress=False)
+    assert [t["n_prefixes"] for t in log.trials()] == [3, 3]
