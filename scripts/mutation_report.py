@@ -8,6 +8,8 @@ ones explained as equivalent are read from ``results/mutation-equivalent.toml``
 
     python scripts/mutation_report.py [--out results/mutation.md] [--note FILE] [--keep-from FILE]
 
+The text under the title (how the runs were made and what they cover) is ``results/mutation-note.md``.
+
 A module with no results under ``.mutation/`` here keeps its row and its survivors from the
 previous report (``--keep-from``, default the ``--out`` file), marked as carried over, so a
 session that reruns one module does not erase the others.
@@ -24,6 +26,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+NOTE = ROOT / "results" / "mutation-note.md"
 sys.path.insert(0, str(ROOT / "scripts"))
 from mutation import folder_of, load_config  # noqa: E402
 
@@ -73,7 +76,9 @@ def dotted(module: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/mutation.md")
-    ap.add_argument("--note", default="", help="a file whose text is added under the title (scope of the run)")
+    ap.add_argument("--note", default=str(NOTE.relative_to(ROOT)),
+                    help="a file whose text is added under the title: how the runs were made, their scope "
+                         "(default: %(default)s, kept by hand; none if it does not exist)")
     ap.add_argument("--keep-from", default=None,
                     help="earlier report whose rows and survivors modules not run here keep (default: --out)")
     args = ap.parse_args(argv)
@@ -109,8 +114,8 @@ def main(argv=None) -> int:
              "mutant runs those of its module's test files that call the mutated function.",
              "Score = killed / (checked − equivalent); timeouts count as killed; \"no tests\" counts as surviving. "
              "Regenerate this file with `python scripts/mutation_report.py`.", ""]
-    if args.note:
-        lines += [Path(args.note).read_text().strip(), ""]
+    if args.note and (ROOT / args.note).is_file():
+        lines += [(ROOT / args.note).read_text().strip(), ""]
     lines += ["| module | mutants | checked | killed | survived | equivalent | no tests | not checked | score |"
               " run on | tests |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]

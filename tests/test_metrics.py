@@ -902,3 +902,19 @@ def test_a_model_lacking_a_token_skips_prefixes_that_hold_it_and_scores_position
     seqs = [["a", "a", "c", "b"], ["b", "a", "a"]]       # 'c' at index 2: positions 0, 1, 2 are scored
     next_token(WORLD, _LacksC(WORLD), seqs, settings(trials=2, next_token_positions="all"), log, progress=False)
     assert [t["n_prefixes"] for t in log.trials()] == [3, 3]
+
+
+class _KeptTop(TrueWorldModel):
+    """The true world's model whose contrast samples report that ``keep_top`` was used in two of them."""
+
+    def sample_contrast(self, *args, **kw):
+        from worldmodel.models import SampleGroup
+
+        return [SampleGroup(g, kept_top=2) for g in super().sample_contrast(*args, **kw)]
+
+
+def test_each_trial_records_how_many_samples_used_keep_top(tmp_path):
+    for metric, name in ((compression, "c"), (distinction, "d")):
+        log = TrialLog(tmp_path / f"{name}.jsonl", {})
+        metric(WORLD, _KeptTop(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=3), log, progress=False)
+        assert [t["kept_top"] for t in log.trials()] == [2, 2, 2], metric.__name__
