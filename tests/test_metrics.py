@@ -879,7 +879,8 @@ def test_the_registered_run_functions_pass_the_context_through(tmp_path, capsys)
     assert len(nlog.trials()) == 3 and _bar_segments(capsys.readouterr().err, "next-token")
     got = run_probe(ctx(_OneHot(world), world, True))
     assert list(got) == ["probe"] and got["probe"].n > 0 and asked[-1] == ("train", "ds", tmp_path / "data")
-    assert _bar_segments(capsys.readouterr().err, "probe")
+    err = capsys.readouterr().err
+    assert _bar_segments(err, "probe") and "\n" not in err      # shown, then cleared when done (leave=False)
     run_probe(ctx(_OneHot(world), world, False))
     assert capsys.readouterr().err == ""
 
