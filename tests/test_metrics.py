@@ -184,7 +184,7 @@ def test_aggregate_averages_pairs_then_groups():
 
 from worldmodel.acceptance import Epsilon, TopK  # noqa: E402
 from worldmodel.errors import WorldModelError  # noqa: E402
-from worldmodel.metrics import context_room, _pair_fields  # noqa: E402
+from worldmodel.metrics import context_room, _pair_fields, length_bound  # noqa: E402
 from worldmodel.sampling import PrefixPair  # noqa: E402
 
 
@@ -230,19 +230,74 @@ def test_settings_accept_the_smallest_values_and_parse_rules():
     json.dumps(Settings().to_dict())
 
 
-def test_context_room():
-    class Capped:                              # the two attributes SequenceModel declares
+def testcontext_room():
+    class Capped:                              # the attributes SequenceModel declares
+        name = "capped"
         max_positions = 10
         context_tokens = 0
+        trained_len = None
 
     class CappedNoBos(Capped):
         context_tokens = 1
+
+    class Trained(Capped):
+        trained_len = 6
 
     assert context_room(TrueWorldModel(WORLD), 50, 7) == 7            # no context limit
     assert context_room(Capped(), 3, 100) == 6                         # 10 - 3 - BOS
     assert context_room(Capped(), 3, 4) == 4
     assert context_room(CappedNoBos(), 3, 100) == 7                    # no BOS position
-    assert context_room(Capped(), 12, 5) == 0
+    assert context_room(Trained(), 3, 100) == 3                        # stops at the trained length, 6
+    assert context_room(Trained(), 5, 100) == 1
+    assert length_bound(Trained()) == (6, "trained") and length_bound(Capped()) == (9, "context")
+    assert length_bound(CappedNoBos()) == (10, "context") and length_bound(TrueWorldModel(WORLD)) == (None, "none")
+    with pytest.raises(WorldModelError, match=r"^a prefix of 6 tokens leaves no room inside the longest sequence it "
+                                              r"was trained on \(6 tokens\): the capped model was never trained there"):
+        context_room(Trained(), 6, 5)
+    with pytest.raises(WorldModelError, match=r"inside its context \(9 tokens\)"):
+        context_room(Capped(), 12, 5)
+
+
+def test_metrics_stop_at_the_trained_length_and_record_it(tmp_path):
+    """Prefix + continuation never pass trained_len: samples, the exact boundary and next-token positions."""
+    world = ExplicitDFA([[1, 1, -1], [1, -1, 0]], TOKENS)
+    asked = []
+
+    class Trained(TrueWorldModel):
+        trained_len = 5
+
+        def sample_contrast(self, prefixes, check_prefixes, uniforms, *args, **kw):
+            asked.extend(max(len(a), len(b)) + u.shape[1] for a, b, u in zip(prefixes, check_prefixes, uniforms))
+            return super().sample_contrast(prefixes, check_prefixes, uniforms, *args, **kw)
+
+        def score(self, prefixes, suffixes, acceptance):
+            asked.extend(len(p) + len(x) for p, group in zip(prefixes, suffixes) for x in group)
+            return super().score(prefixes, suffixes, acceptance)
+
+        def prefix_probs(self, sequences):
+            asked.append(("next", [len(s) for s in sequences]))
+            return super().prefix_probs(sequences)
+
+    model = Trained(world)
+    s = Settings(M=4, trials=6, max_sample_len=10, k=4)
+    logs = [TrialLog(tmp_path / f"{m}.jsonl", {"m": m}) for m in ("c", "d")]
+    compression(world, model, FixedPairs(world, COMP, DIST), s, logs[0], progress=False)
+    distinction(world, model, FixedPairs(world, COMP, DIST), s, logs[1], progress=False)
+    lengths = [a for a in asked if not isinstance(a, tuple)]
+    assert lengths and max(lengths) == 5                                   # reaches the bound, never passes it
+    trials = [json.loads(l) for log in logs for l in log.path.read_text().splitlines()[1:]]
+    assert len(trials) == 12
+    for t in trials:
+        longer = max(len(t["prefix1"]), len(t["prefix2"]))
+        assert t["continuation_len"] == 5 - longer                         # recorded per trial
+    seqs = [("a", "a", "a", "a", "a", "a", "a"), ("a", "c")]
+    log = TrialLog(tmp_path / "n.jsonl", {"m": "n"})
+    next_token(world, model, seqs, Settings(), log, progress=False)
+    scored = [json.loads(l)["n_prefixes"] for l in log.path.read_text().splitlines()[1:]]
+    assert scored == [5, 2]                                                # positions 0..4: tokens 1..5 only
+    model.trained_len = 2
+    with pytest.raises(WorldModelError, match="a prefix of 2 tokens leaves no room inside the longest sequence"):
+        compression(world, model, FixedPairs(world, COMP, DIST), s, progress=False)
 
 
 def test_pair_fields():

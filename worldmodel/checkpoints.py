@@ -36,7 +36,20 @@ def load(folder: str | Path, world, device: str = "cpu", missing: str = "error")
     """
     from .models.importers import load_checkpoint
 
-    return load_checkpoint(folder, world, device=device, missing=missing)
+    model = load_checkpoint(folder, world, device=device, missing=missing)
+    model.trained_len = trained_len(folder)
+    return model
+
+
+def trained_len(folder: str | Path) -> int | None:
+    """The longest sequence (world tokens) a checkpoint was trained on, from ``training.json``.
+
+    ``None`` for a checkpoint without that record (an imported one: its context is then
+    the only bound the metrics know).
+    """
+    record = training_record(folder) if Path(folder).is_dir() else None
+    value = record.get("trained_len") if record else None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def training_record(folder: str | Path) -> dict | None:
@@ -89,6 +102,8 @@ def mismatch(folder: str | Path, task, dataset: str, steps: int) -> str | None:
         return f"unreadable training record ({exc})"
     if info.get("task") != task.name or info.get("dataset") != dataset:
         return f"trained for {info.get('task')}/{info.get('dataset')}"
+    if "trained_len" not in info:
+        return "trained before checkpoints recorded their trained length"
     if int(info.get("steps", -1)) != int(steps):
         return f"trained for {info.get('steps')} steps, want {steps}"
     if training_settings(saved) != training_settings(task.config):

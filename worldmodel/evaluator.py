@@ -180,8 +180,13 @@ def _evaluate(task, model, metrics, settings, out, dataset, data_dir, progress, 
         check_writable(out, "--out")  # before any work: a bad output path fails at once
     main = shard is None or shard.main
     source = model.label
-    # the dataset is part of the header: a rerun on other data never resumes these trials
-    base_settings = {"task": task.name, "model": source, "dataset": dataset, **settings.to_dict()}
+    # the dataset is part of the header: a rerun on other data never resumes these trials; so is the
+    # length the model is read to (prefix + continuation stop there: metrics.length_bound)
+    from .metrics import length_bound
+
+    bound, bound_source = length_bound(model)
+    lengths = {"length_bound": bound, "length_bound_source": bound_source}
+    base_settings = {"task": task.name, "model": source, "dataset": dataset, **settings.to_dict(), **lengths}
     missing = missing_tokens(model, world)
     if missing:
         base_settings["missing_tokens"] = missing
@@ -238,7 +243,7 @@ def _evaluate(task, model, metrics, settings, out, dataset, data_dir, progress, 
     summary = {
         "task": task.name, "model": source, "dataset": dataset,
         **({"missing_tokens": missing} if missing else {}),
-        "settings": settings.to_dict(),
+        "settings": settings.to_dict(), **lengths,
         "metrics": {k: (v.to_dict() if hasattr(v, "to_dict") else v) for k, v in results.items()},
     }
     if out is not None:

@@ -78,13 +78,46 @@ from .settings import Settings
 
 
 
+def length_bound(model: SequenceModel) -> tuple[int | None, str]:
+    """The longest sequence (world tokens, prefix and continuation together) the metrics read the model at.
+
+    A checkpoint that records its training lengths (``trained_len``, the longest
+    training sequence, from ``training.json``) is read only where it was trained:
+    its position embeddings past that length never saw a gradient. Otherwise the
+    bound is the model's context (``max_positions``, less the BOS position where it
+    has one): imported checkpoints carry no record of their training lengths. Returns
+    ``(bound, source)``, source ``"trained"``, ``"context"`` or ``"none"`` (the
+    bound is ``None``: the true world model has no limit).
+    """
+    context = None
+    if model.max_positions is not None:
+        context = int(model.max_positions) - (1 - int(model.context_tokens))
+    if model.trained_len is not None:
+        trained = int(model.trained_len)
+        return (trained if context is None else min(trained, context)), "trained"
+    if context is not None:
+        return context, "context"
+    return None, "none"
+
+
 def context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
-    """How many tokens may follow a prefix within the model's context (a BOS counted where there is one)."""
-    cap = model.max_positions
-    if cap is None:
+    """How many tokens may follow a prefix inside :func:`length_bound` (at most ``want``).
+
+    The rule for every world: a continuation stops where prefix + continuation would
+    pass the bound (each trial records the length it was allowed, ``continuation_len``),
+    and a prefix that leaves no room at all is refused (:class:`WorldModelError`): a
+    model is never scored where it was not trained.
+    """
+    bound, source = length_bound(model)
+    if bound is None:
         return want
-    bos = 1 - int(model.context_tokens)
-    return max(0, min(want, int(cap) - prefix_len - bos))
+    room = min(want, bound - prefix_len)
+    if room < 1:
+        what = "the longest sequence it was trained on" if source == "trained" else "its context"
+        raise WorldModelError(
+            f"a prefix of {prefix_len} tokens leaves no room inside {what} ({bound} tokens): the {model.name} model "
+            "was never trained there; draw shorter prefixes (the task's sampler settings) or train on longer sequences")
+    return room
 
 
 class _Runner:
@@ -177,10 +210,11 @@ def compression(world: World, model: SequenceModel, sampler: StateSampler, setti
         res = model.sample_contrast([p.prefix1 for p in pairs], [p.prefix2 for p in pairs], us, s.acceptance,
                                     world.stop_tokens, halt_on_reject=True, keep_top=s.keep_top)
         out = []
-        for (base, (pair, _), _), group in zip(items, res):
+        for (base, (pair, _), _), group, u in zip(items, res, us):
             bad = [x for x, j in group if j is not None]
             rec = {**base, "status": "ok", **_pair_fields(pair, world), "score": float(not bad),
-                   "n_samples": len(group), "kept_top": SampleGroup.kept_top_of(group)}
+                   "n_samples": len(group), "kept_top": SampleGroup.kept_top_of(group),
+                   "continuation_len": int(u.shape[1])}
             if bad:
                 rec["example"] = list(bad[0])
             out.append(rec)
@@ -202,10 +236,13 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
             raise WorldModelError("sampler returned a distinction pair reaching one state")
         _readable(model, pair)
         u = _uniforms(rng, s)
+        # suffixes after the longer prefix stay inside the model's trained lengths, the true boundary's too
+        room = context_room(model, max(len(pair.prefix1), len(pair.prefix2)), max(s.max_sample_len, s.k))
         if s.boundary == "exact":
-            true_b = exact_boundary(world, pair.state1, pair.state2, s.k)
+            true_b = exact_boundary(world, pair.state1, pair.state2, min(s.k, room))
         elif s.boundary == "sampled":
-            true_b = sampled_boundary(world, pair.state1, pair.state2, s.M, s.boundary_len or s.max_sample_len, rng)
+            true_b = sampled_boundary(world, pair.state1, pair.state2, s.M,
+                                      min(s.boundary_len or s.max_sample_len, room), rng)
         else:
             raise WorldModelError(f"boundary must be 'exact' or 'sampled', not {s.boundary!r}")
         true_size = len(true_b)
@@ -248,7 +285,7 @@ def distinction(world: World, model: SequenceModel, sampler: StateSampler, setti
                         "scores": {"distinction_precision": precision, "distinction_recall": recall},
                         "model_boundary_size": len(model_b), "true_boundary_size": true_size,
                         "kept_top": SampleGroup.kept_top_of(contrast[t]),
-                        "true_boundary_scored": len(true_b)})
+                        "true_boundary_scored": len(true_b), "continuation_len": int(us[t].shape[1])})
         return out
 
     trials = runner.run(s.trials, draw, batch)
@@ -276,11 +313,14 @@ def next_token(world: World, model: SequenceModel, sequences: Sequence[Sequence[
     if not seqs:
         raise WorldModelError("next-token test: no held-out sequences")
     context = int(model.context_tokens)
+    bound = length_bound(model)[0]
+    bound = len(max(seqs, key=len)) if bound is None else bound
 
     def positions(seq):
         named = world.next_token_positions(seq) if s.next_token_positions == "world" else range(len(seq))
         readable = readable_length(model, seq)  # a model lacking a world token cannot read past it
-        return [j for j in named if context <= j <= readable]
+        # the token after x[:j] is token j + 1: inside the trained lengths when j < bound
+        return [j for j in named if context <= j <= readable and j < bound]
 
     def draw(i, rng):
         return i

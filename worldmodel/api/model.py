@@ -97,6 +97,10 @@ class SequenceModel(ABC):
     #: 1 when the model reads the first world token as context and never predicts it (no BOS: the
     #: paper's and Li et al.'s checkpoints), else 0. The next-token test and the probe skip that position.
     context_tokens: int = 0
+    #: The longest sequence (world tokens) the model was trained on, when known (``training.json``
+    #: of a checkpoint written by ``worldmodel train``); the metrics never read it past that
+    #: (:func:`worldmodel.metrics.length_bound`). ``None``: only :attr:`max_positions` bounds it.
+    trained_len: int | None = None
     #: How many trials the engine may join into one model call (0: one logged batch at a time).
     wave_trials: int = 0
     #: Where the model's tensors live (``"cpu"``, ``"cuda:0"``); the probe trains there.

@@ -42,6 +42,8 @@ class TrainConfig:
     time_budget: float | None = option(None, "stop and save after this many seconds; without --steps the schedule "
                                              "is fitted to it", metavar="SECONDS")
     save_every: int | None = option(None, "steps between resume saves (default: every validation)")
+    snapshots: bool = option(False, "keep a loadable checkpoint at step 0, every --save-every steps and at the end, "
+                                    "in OUT/snapshots/step-N (for scripts/emergence.py)")
     data_workers: int | None = option(None, "processes generating streamed batches (default: 0 on CPU)")
     peak_flops: float | None = option(None, "device peak FLOP/s for MFU (default: measured by a matmul probe)")
     cpu_threads: int = option(1, "CPU intra-op threads while training (default: the task's [train] cpu_threads, "
@@ -100,13 +102,15 @@ class TrainConfig:
                 raise WorldModelError(f"--{name.replace('_', '-')} must be a positive number, got {v!r}")
         if self.steps is None and self.time_budget is None:
             raise WorldModelError("give --steps, or --time-budget to fit the steps to a time budget")
-        if not isinstance(self.compile, bool):
-            raise WorldModelError(f"{where}: compile must be true or false, got {self.compile!r}")
+        for name in ("compile", "snapshots"):
+            if not isinstance(getattr(self, name), bool):
+                raise WorldModelError(f"{where}: {name} must be true or false, got {getattr(self, name)!r}")
 
     def fingerprint(self, task: "Task", dataset: str, processes: int) -> str:
         """What must match for a rerun to resume: every setting that changes the weights."""
         keep = {k: v for k, v in asdict(self).items()
-                if k not in ("time_budget", "data_workers", "peak_flops", "compile", "save_every", "log_every")}
+                if k not in ("time_budget", "data_workers", "peak_flops", "compile", "save_every", "log_every",
+                             "snapshots")}
         text = json.dumps({"task": task.config, "dataset": dataset, "processes": processes, **keep},
                           sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]

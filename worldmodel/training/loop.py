@@ -26,6 +26,9 @@ from .config import TrainConfig
 from .speed import _device_name, _median, _version, matmul_peak_flops
 from .state import RESUME_FILE, StopFlag, complete_partial, load_state, save_model, save_state
 
+#: Sub-folder of a checkpoint holding the snapshots of ``snapshots = true`` (one loadable checkpoint each).
+SNAPSHOTS = "snapshots"
+
 #: Validation sequences used (the first ones of ``val.txt``).
 VAL_SEQUENCES = 2000
 
@@ -152,12 +155,14 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
                                   "train it with data = \"file\" (--data file)")
         longest = stream.max_len
         n_train = None
+        trained_len = int(stream.max_len)
     else:
         train_packed = PackedSequences.read(folder / "train.txt", world.tokens)
         if not len(train_packed):
             raise WorldModelError(f"{folder / 'train.txt'} holds no sequences")
         longest = train_packed.max_len()
         n_train = len(train_packed)
+        trained_len = int(longest)
     longest = max(longest, val_packed.max_len()) + 1          # + <bos>
     config = gpt2_config(vocab, **mcfg)
     if longest > config.n_positions:
@@ -293,6 +298,23 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
             }, resume_path)
         accelerator.wait_for_everyone()
 
+    def save_snapshot():
+        """A loadable checkpoint of the weights now, ``<out>/snapshots/step-<N>`` (``snapshots = true``)."""
+        if not accelerator.is_main_process:
+            return
+        where = partial / SNAPSHOTS / f"step-{step:07d}"
+        tmp = where.with_name(where.name + ".tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        raw.save_pretrained(tmp)
+        vocab.save(tmp)
+        (tmp / "training.json").write_text(json.dumps(
+            {"task": task.name, "dataset": dataset, "steps": step, "snapshot": True, "trained_len": trained_len,
+             "seed": cfg.seed, "sequences_seen": step * cfg.batch_size * processes}, indent=2))
+        if where.exists():
+            shutil.rmtree(where)
+        tmp.rename(where)
+
     def agreed(value: float, how: str) -> float:
         """The max or min of ``value`` over processes (so that every process takes the same branch)."""
         if processes == 1:
@@ -340,6 +362,8 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
                             "wait": 0.0, "steps": 0}
     rate_mark = None          # (step, time) after warm-up, for fitting steps to the budget
     first_step = step
+    if cfg.snapshots and step == 0:
+        save_snapshot()
     with StopFlag() as stop:
         while step < plan["steps"]:
             if stop.set:
@@ -411,6 +435,8 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
                     bar.total = plan["steps"]
                     bar.refresh()
 
+            if cfg.snapshots and step % save_every == 0 and step < plan["steps"]:
+                save_snapshot()
             is_eval = step % eval_every == 0 or step == plan["steps"]
             if step % log_every == 0 or is_eval:
                 last_loss = float(loss_dev)             # the only host sync between logs
@@ -458,6 +484,7 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
             "model": {k: v for k, v in mcfg.items()}, "final_loss": last_loss,
             "final_val_loss": final_val, "best_val_loss": best if cfg.keep == "best" else None,
             "data": cfg.data, "train_sequences": n_train, "sequences_seen": step * cfg.batch_size * processes,
+            "trained_len": trained_len,
             "precision": precision, "tf32": on_cuda, "compile": cfg.compile, "compile_note": compile_note,
             "attention": getattr(raw.config, "_attn_implementation", None), "device": _device_name(device),
             "processes": processes, "data_workers": workers, "time_budget": cfg.time_budget,
@@ -472,6 +499,8 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
         if accelerator.is_main_process:
             if cfg.keep == "last" or not (partial / "config.json").exists():
                 save_model(raw, partial)
+            if cfg.snapshots:
+                save_snapshot()
             with writing(partial / vocab.FILE, "vocabulary"):
                 vocab.save(partial)
             atomic_write(partial / "task.toml", task.path.read_bytes() if task.path is not None else task.toml(),

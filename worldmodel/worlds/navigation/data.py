@@ -331,6 +331,8 @@ class NavigationStream(SequenceStream):
         self.fractions = tuple(sizes[s] / total for s in SPLITS)
         self.settings = dict(settings)
         self.max_len = generator.max_tokens
+        if dataset == "random-walks":       # origin, destination, up to max_moves moves, end
+            self.max_len = min(self.max_len, int(self.settings.get("max_moves", 97)) + 3)
         self.max_draw_factor = int(max_draw_factor)
         self._index = {t: i for i, t in enumerate(generator.world.tokens)}
 

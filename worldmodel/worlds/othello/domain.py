@@ -13,6 +13,10 @@ Task keys read here (see ``tasks/othello-*.toml``)::
     [data.synthetic]               # uniformly random legal games, seeded by the task seed
     n_train = 20000
 
+    [data.greedy]                  # games of two greedy positional players (player.py), any size <= 8
+    n_train = 20000
+    explore = 0.1                  # share of moves played uniformly at random instead
+
     [data.championship]            # WTHOR games (8x8 only)
     folder = "..."                 # optional; else $WORLDMODEL_OTHELLO_DATA, else shared:othello
                                    # ($WORLDMODEL_SHARED, the `worldmodel fetch wthor` cache, ../shared/data)
@@ -43,6 +47,7 @@ from ...datastream import PackedSequences, SequenceStream
 from ...errors import WorldModelError
 from ...api.domain import Domain
 from .engine import random_games, random_games_array
+from .player import player_games_array
 from .sampler import OthelloSampler
 from .wthor import load_games
 from .world import OthelloWorld
@@ -91,6 +96,33 @@ class OthelloStream(SequenceStream):
         return PackedSequences.from_padded(np.where(squares >= 0, self._lut[np.maximum(squares, 0)], -1))
 
 
+#: Seed words of the greedy players' stream and of their data files (disjoint uniforms).
+GREEDY_STREAM_TAG = 0x6EED
+GREEDY_FILES_TAG = 0x6EEF
+
+
+class GreedyStream(SequenceStream):
+    """Fresh games of two greedy positional players (:func:`~.player.player_games_array`), block by block.
+
+    Block ``i`` reads ``default_rng([seed, tag, i])`` uniforms, two per move.
+    """
+
+    def __init__(self, world: OthelloWorld, seed: int, explore: float, tag: int = GREEDY_STREAM_TAG):
+        if world.size > 8:
+            raise WorldModelError(f"greedy Othello games need a board of at most 8x8, not {world.size}x{world.size}")
+        self.size, self.seed, self.explore, self.tag = world.size, int(seed), float(explore), int(tag)
+        self.max_len = world.size * world.size - 4
+        lut = np.full(world.geometry.squares, -1, dtype=np.int16)
+        for i, t in enumerate(world.tokens):
+            lut[world.square_index(t)] = i
+        self._lut = lut
+
+    def block(self, index: int, size: int) -> PackedSequences:
+        u = np.random.default_rng([self.seed, self.tag, int(index)]).random((int(size), self.max_len, 2))
+        squares = player_games_array(self.size, u, self.explore)
+        return PackedSequences.from_padded(np.where(squares >= 0, self._lut[np.maximum(squares, 0)], -1))
+
+
 class OthelloDomain(Domain):
     """Othello move transcripts: ``synthetic`` random legal games and ``championship`` WTHOR games."""
 
@@ -101,7 +133,8 @@ class OthelloDomain(Domain):
 
     schema = {
         "world": {"size": int},
-        "data": {"default": str, **_CHAMPIONSHIP, "synthetic": _SPLITS, "championship": _CHAMPIONSHIP},
+        "data": {"default": str, **_CHAMPIONSHIP, "synthetic": _SPLITS, "greedy": {**_SPLITS, "explore": float},
+                 "championship": _CHAMPIONSHIP},
         "sampler": {"games": int, "seed": int},
     }
 
@@ -119,8 +152,8 @@ class OthelloDomain(Domain):
         return OthelloSampler(self.world, games=games, pool_seed=self.task.seed + offset)
 
     def datasets(self) -> list[str]:
-        """``synthetic`` (and ``championship`` on 8×8); ``[data] default`` names the one listed first."""
-        names = ["synthetic", "championship"] if self.world.size == 8 else ["synthetic"]
+        """``synthetic`` (and ``championship`` on 8×8), ``greedy``; ``[data] default`` names the one listed first."""
+        names = ["synthetic", "championship", "greedy"] if self.world.size == 8 else ["synthetic", "greedy"]
         first = self.task.section("data").get("default")
         if first is not None:
             if first not in names:
@@ -131,7 +164,16 @@ class OthelloDomain(Domain):
 
     def stream(self, dataset: str) -> OthelloStream | None:
         """Synthetic games can be streamed (fresh games every step); championship games are file-only."""
+        if dataset == "greedy":
+            return GreedyStream(self.world, self.task.seed, self._explore())
         return OthelloStream(self.world, self.task.seed) if dataset == "synthetic" else None
+
+    def _explore(self) -> float:
+        explore = self._data_cfg("greedy").get("explore", 0.1)
+        if isinstance(explore, bool) or not isinstance(explore, (int, float)) or not 0.0 <= explore <= 1.0:
+            raise WorldModelError(f"task {self.task.path} [data.greedy]: explore must be a number in [0, 1], "
+                                  f"got {explore!r}")
+        return float(explore)
 
     def _data_cfg(self, dataset: str) -> dict:
         """``[data]`` keys shared by both datasets, overridden by ``[data.<dataset>]``."""
@@ -145,6 +187,8 @@ class OthelloDomain(Domain):
     def generate(self, dataset: str) -> dict[str, list[list[str]]]:
         if dataset == "synthetic":
             return self._synthetic()
+        if dataset == "greedy":
+            return self._greedy()
         if dataset == "championship":
             if self.world.size != 8:
                 raise WorldModelError(f"task {self.task.name}: championship games exist only for 8x8, not {self.world.size}x{self.world.size}")
@@ -161,6 +205,17 @@ class OthelloDomain(Domain):
         seqs = [[names[s] for s in g] for g in games]
         a, b = sizes["train"], sizes["train"] + sizes["val"]
         return {"train": seqs[:a], "val": seqs[a:b], "test": seqs[b:]}
+
+    def _greedy(self) -> dict[str, list[list[str]]]:
+        """Greedy players' games: block 0 of their file stream is test, block 1 val, block 2 train."""
+        where = f"task {self.task.path} [data.greedy]"
+        cfg = self._data_cfg("greedy")
+        stream = GreedyStream(self.world, self.task.seed, self._explore(), tag=GREEDY_FILES_TAG)
+        out = {}
+        for b, (split, default) in enumerate((("test", 500), ("val", 500), ("train", 20000))):
+            packed = stream.block(b, _count(cfg, f"n_{split}", default, where))
+            out[split] = [[self.world.tokens[i] for i in packed[r]] for r in range(len(packed))]
+        return out
 
     def _championship(self) -> dict[str, list[list[str]]]:
         where = f"task {self.task.where} [data.championship]"
