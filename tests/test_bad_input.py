@@ -75,7 +75,7 @@ def work(tmp_path_factory):
             "model": TOY.replace("n_layer = 2", "n_layers = 8"),
             "train": TOY.replace("batch_size = 32", "batchsize = 32"),
             "evaluate": TOY.replace("M = 30", "m = 30"),
-            "sampler": NAV + "\n[sampler]\nmax_tries = 5\n",
+            "sampler": NAV.replace("[sampler]\n", "[sampler]\nmax_tries = 5\n"),
             "capabilities": NAV.replace("[capabilities]", "[capabilities]\npair = 3"),
         }
         for section, text in typos.items():

@@ -1,0 +1,270 @@
+"""A model that has recovered its world, beside one trained on narrow data (results/recovered/).
+
+    python scripts/recovered.py FAMILY [--seeds 3] [--trials N] [--rows broad,narrow] [--runs runs]
+    python scripts/recovered.py --table            # results/recovered/table.md from the families' JSON
+
+FAMILY is ``toy``, ``nav-grid`` or ``othello-6x6``. Each has a recipe task
+(``tasks/<...>-recovered.toml``) and two training sets of the same world:
+
+* **broad** data, on which the recipe's models are meant to be *certified*: next-token
+  >= 0.99, compression precision >= 0.95, distinction precision and recall >= 0.95 at
+  ε = 0.01 (the task's ``[evaluate]``: M = 30, at least 300 trials);
+* **narrow** data (skewed walks, shortest paths, a greedy player's games), the paper's
+  contrast: next-token about as high, the Myhill–Nerode metrics far lower.
+
+For every row and training seed (0, 1, … ``--seeds - 1``: weights and batch order; data
+and metric trials stay the same) the script trains a model (reused when its checkpoint
+matches), times the training (wall and CPU minutes of this process), and scores
+next-token (on the model's own held-out data), the probe, compression and distinction.
+Seed 0 of the broad row also keeps snapshots (``[train] snapshots``) for
+``scripts/emergence.py``. The true world model is scored once as the ceiling.
+
+Writes ``results/recovered/<family>.md`` and ``.json``: per row the mean ± standard
+deviation across seeds (and in brackets the mean within-run standard error), each seed's
+numbers, whether it is certified, and the training minutes. Checkpoints and trial logs go
+to ``runs/recovered/<task>/`` (ignored by git); a rerun reuses them and resumes.
+Evaluation runs on one thread, so the numbers do not depend on the machine's thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from worldmodel.checkpoints import mismatch
+from worldmodel.evaluator import build_model, evaluate, settings_for
+from worldmodel.results import write_if_changed
+from worldmodel.tasks import load_task
+from worldmodel.train import train
+
+#: family -> (recipe task, [(row label, dataset, role, [train] overrides)]); role "broad" is meant to certify
+FAMILIES = {
+    "toy": ("toy-dfa-recovered", [("uniform walks", "default", "broad", {}),
+                                  ("skewed walks", "skewed", "narrow", {})]),
+    "nav-grid": ("nav-grid-recovered", [("random walks", "random-walks", "broad", {}),
+                                        # one file of shortest paths, one per OD pair, as the paper trains
+                                        ("shortest paths", "shortest-paths", "narrow", {"data": "file"})]),
+    "othello-6x6": ("othello-6x6-recovered", [("synthetic games", "synthetic", "broad", {}),
+                                              ("greedy player's games", "greedy", "narrow", {})]),
+}
+METRICS = [("next_token", "Next-token"), ("probe", "Probe"), ("compression_precision", "Compr. P"),
+           ("distinction_precision", "Dist. P"), ("distinction_recall", "Dist. R")]
+#: the certificate: every metric at least this (probe excluded: it is not one of the criteria)
+CERTIFY = {"next_token": 0.99, "compression_precision": 0.95, "distinction_precision": 0.95,
+           "distinction_recall": 0.95}
+RESULTS = Path("results/recovered")
+
+
+def certified(metrics: dict) -> bool:
+    return all(metrics.get(k, {}).get("mean") is not None and metrics[k]["mean"] >= v for k, v in CERTIFY.items())
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def checkpoint(task, dataset: str, folder: Path, seed: int, snapshots: bool, overrides: dict) -> tuple[Path, dict]:
+    """The model of ``seed`` on ``dataset``: reused when it matches, else trained (and timed)."""
+    want = int(task.section("train").get("steps", 1000))
+    why = mismatch(folder, task, dataset, want)
+    info = json.loads((folder / "training.json").read_text()) if why is None else None
+    if info is not None and info.get("seed") != seed:
+        why = "another seed"
+    if info is not None and "data" in overrides and info.get("data") != overrides["data"]:
+        why = f"trained on data = {info.get('data')!r}"
+    if info is not None and snapshots and not (folder / "snapshots").is_dir():
+        why = "no snapshots"
+    if why is None:
+        print(f"reusing {folder}")
+        return folder, info
+    print(f"training {task.name}/{dataset} seed {seed} into {folder} ({why})", flush=True)
+    t0, c0 = time.time(), time.process_time() + _children_cpu()
+    overrides = {**overrides, **({"snapshots": True} if snapshots else {})}
+    info = train(task, folder, dataset=dataset, steps=want, seed=seed, overrides=overrides, data_dir=None,
+                 progress=sys.stderr.isatty())
+    timing = {"wall_minutes": (time.time() - t0) / 60, "cpu_minutes": (time.process_time() + _children_cpu() - c0) / 60}
+    info["timing"] = timing
+    (folder / "training.json").write_text(json.dumps(info, indent=2))
+    print(f"  {info['n_params']:,} parameters, {info['steps']} steps: {timing['wall_minutes']:.1f} min wall, "
+          f"{timing['cpu_minutes']:.1f} min CPU, val loss {info['final_val_loss']:.4f}", flush=True)
+    return folder, info
+
+
+def summarise(runs: list[dict]) -> dict:
+    """Mean over runs, sd across runs and mean within-run standard error of each metric."""
+    out = {}
+    for key, _ in METRICS:
+        vals = [r[key] for r in runs if r.get(key) and r[key].get("mean") is not None
+                and not math.isnan(r[key]["mean"])]
+        if not vals:
+            continue
+        means = [v["mean"] for v in vals]
+        mean = sum(means) / len(means)
+        sd = math.sqrt(sum((m - mean) ** 2 for m in means) / (len(means) - 1)) if len(means) > 1 else None
+        ses = [v["stderr"] for v in vals if v.get("stderr") is not None and not math.isnan(v["stderr"])]
+        out[key] = {"mean": mean, "sd_across_runs": sd, "mean_stderr": sum(ses) / len(ses) if ses else None,
+                    "runs": len(means), "per_run": means}
+    return out
+
+
+def _cell(s: dict | None) -> str:
+    if not s:
+        return "—"
+    sd = "–" if s["sd_across_runs"] is None else f"{s['sd_across_runs']:.2f}"
+    se = "–" if s["mean_stderr"] is None else f"{s['mean_stderr']:.2f}"
+    return f"{s['mean']:.2f} ± {sd} ({se})"
+
+
+def family_table(rows: list[dict]) -> str:
+    head = "| Training data | " + " | ".join(h for _, h in METRICS) + " | certified (seeds) | train minutes, wall / CPU |"
+    lines = [head, "|---" * (len(METRICS) + 3) + "|"]
+    for row in rows:
+        runs = row["runs"]
+        cert = f"{sum(r['certified'] for r in runs)}/{len(runs)}" if runs and "certified" in runs[0] else "—"
+        times = [r.get("timing") for r in runs if r.get("timing")]
+        t = (f"{sum(x['wall_minutes'] for x in times) / len(times):.1f} / "
+             f"{sum(x['cpu_minutes'] for x in times) / len(times):.1f}") if times else "—"
+        lines.append(f"| {row['label']} | " + " | ".join(_cell(row["summary"].get(k)) for k, _ in METRICS)
+                     + f" | {cert} | {t} |")
+    return "\n".join(lines)
+
+
+def per_seed_table(rows: list[dict]) -> str:
+    lines = ["| Training data | seed | " + " | ".join(h for _, h in METRICS) + " | certified | steps | "
+             "val loss | wall / CPU min |", "|---" * (len(METRICS) + 6) + "|"]
+    for row in rows:
+        for r in row["runs"]:
+            if "seed" not in r:
+                continue
+            cells = [f"{r['metrics'][k]['mean']:.3f}" if r["metrics"].get(k) and r["metrics"][k].get("mean")
+                     is not None and not math.isnan(r["metrics"][k]["mean"]) else "—" for k, _ in METRICS]
+            t = r.get("timing")
+            lines.append(f"| {row['label']} | {r['seed']} | " + " | ".join(cells)
+                         + f" | {'yes' if r['certified'] else 'no'} | {r.get('steps', '—')} | "
+                         + (f"{r['val_loss']:.4f}" if r.get("val_loss") is not None else "—") + " | "
+                         + (f"{t['wall_minutes']:.1f} / {t['cpu_minutes']:.1f}" if t else "—") + " |")
+    return "\n".join(lines)
+
+
+def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs_dir: Path) -> None:
+    task_name, rows_spec = FAMILIES[name]
+    task = load_task(task_name)
+    runs = runs_dir / "recovered" / task.name
+    settings = settings_for(task, trials=trials)
+    metrics = ["next-token", "probe", "compression", "distinction"]
+    rows = []
+    for label, dataset, role, overrides in rows_spec:
+        if role not in which:
+            continue
+        results = []
+        for seed in range(seeds):
+            folder = runs / dataset / f"seed-{seed}"
+            ck, info = checkpoint(task, dataset, folder / "checkpoint", seed, (role == "broad" and seed == 0), overrides)
+            model = build_model(task, ck)
+            model.source = f"{label} (seed {seed})"
+            t0 = time.time()
+            summary = evaluate(task, model, metrics, settings, folder / "eval" / "checkpoint.json", dataset=dataset,
+                               extras=False)
+            results.append({"seed": seed, "dataset": dataset, "metrics": summary["metrics"],
+                            "length_bound": summary.get("length_bound"), "certified": certified(summary["metrics"]),
+                            "steps": info.get("steps"), "val_loss": info.get("final_val_loss"),
+                            "n_params": info.get("n_params"), "trained_len": info.get("trained_len"),
+                            "timing": info.get("timing"), "eval_minutes": (time.time() - t0) / 60})
+            print(f"  {label} seed {seed}: " + ", ".join(
+                f"{h} {summary['metrics'][k]['mean']:.3f}" for k, h in METRICS if k in summary["metrics"])
+                + (" CERTIFIED" if results[-1]["certified"] else ""), flush=True)
+        rows.append({"label": label, "dataset": dataset, "role": role, "runs": results,
+                     "summary": summarise([r["metrics"] for r in results])})
+    old = RESULTS / f"{name}.json"
+    if old.exists():            # rows not rerun this time stay as they were
+        kept = {r["role"]: r for r in json.loads(old.read_text())["rows"]}
+        mine = {r["role"]: r for r in rows}
+        rows = [r for r in (mine.get(role) or kept.get(role) for _, _, role, _ in rows_spec) if r is not None]
+    true = build_model(task, None, "true")
+    true.source = "true world model"
+    summary = evaluate(task, true, ["next-token", "compression", "distinction"], settings,
+                       runs / "eval" / "true.json", dataset=rows_spec[0][1], extras=False)
+    rows.append({"label": "true world model", "dataset": None, "role": "ceiling",
+                 "runs": [{"metrics": summary["metrics"]}], "summary": summarise([summary["metrics"]])})
+    write(name, task, settings, seeds, rows)
+
+
+def write(name: str, task, settings, seeds: int, rows: list[dict]) -> None:
+    cmd = f"python scripts/recovered.py {name}" + (f" --seeds {seeds}" if seeds != 3 else "") \
+        + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "")
+    md = (f"# {name}: a model that has recovered its world, and one that has not\n\n"
+          f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{task.name}.toml`). Each cell: mean over {seeds} "
+          f"training seeds (0–{seeds - 1}) ± the standard deviation across them, then in brackets the mean "
+          f"within-run standard error over states. ε = {settings.acceptance.spec()}, M = {settings.M}, "
+          f"k = {settings.k}, {settings.trials} trials per metric; next-token on each model's own held-out data; "
+          f"every model is read only inside the lengths it was trained on (prefix + continuation ≤ its "
+          f"`trained_len`). *Certified*: next-token ≥ 0.99, compression precision ≥ 0.95, distinction precision "
+          f"and recall ≥ 0.95. Training minutes are this process's wall clock and CPU time on a shared 2-core "
+          f"machine, one thread.\n\n{family_table(rows)}\n\nPer seed:\n\n{per_seed_table(rows)}\n")
+    changed = [p for p, content in ((RESULTS / f"{name}.md", md),
+                                    (RESULTS / f"{name}.json", json.dumps({"family": name, "task": task.name,
+                                                                           "settings": settings.to_dict(),
+                                                                           "rows": rows}, indent=2) + "\n"))
+               if write_if_changed(p, content)]
+    print(family_table(rows))
+    print(f"wrote {', '.join(map(str, changed))}" if changed else f"{RESULTS}/{name}.* unchanged")
+
+
+def combined_table() -> None:
+    """results/recovered/table.md: every family's broad and narrow rows, from their JSON files."""
+    lines = ["| World | Training data | " + " | ".join(h for _, h in METRICS) + " | certified (seeds) |",
+             "|---" * (len(METRICS) + 3) + "|"]
+    for name in FAMILIES:
+        path = RESULTS / f"{name}.json"
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        for row in data["rows"]:
+            if row["role"] == "ceiling":
+                continue
+            runs = row["runs"]
+            cert = f"{sum(r['certified'] for r in runs)}/{len(runs)}"
+            lines.append(f"| {name} | {row['label']} | " + " | ".join(_cell(row["summary"].get(k)) for k, _ in METRICS)
+                         + f" | {cert} |")
+    text = "\n".join(lines)
+    md = ("# A model that has recovered its world, and one that has not\n\nMade by `python scripts/recovered.py "
+          "--table` from the families' files beside it (each made by `OMP_NUM_THREADS=1 python scripts/recovered.py "
+          "FAMILY`). Mean ± sd over 3 training seeds (mean within-run standard error); ε = 0.01, M = 30, "
+          "300 trials per metric.\n\n" + text + "\n")
+    write_if_changed(RESULTS / "table.md", md)
+    print(text)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("family", nargs="?", choices=sorted(FAMILIES))
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--trials", type=int, help="trials per metric (default: the recipe task's)")
+    ap.add_argument("--rows", default="broad,narrow", help="which rows to run: broad, narrow or both")
+    ap.add_argument("--runs", default="runs", help="folder for checkpoints and trial logs")
+    ap.add_argument("--table", action="store_true", help="only write results/recovered/table.md")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.table:
+        combined_table()
+        return
+    if args.family is None:
+        ap.error("give a FAMILY or --table")
+    if args.seeds < 1:
+        ap.error(f"--seeds must be at least 1, got {args.seeds}")
+    which = [w.strip() for w in args.rows.split(",") if w.strip()]
+    if not which or set(which) - {"broad", "narrow"}:
+        ap.error(f"--rows takes broad, narrow or both, not {args.rows!r}")
+    run_family(args.family, args.seeds, args.trials, which, Path(args.runs))
+
+
+if __name__ == "__main__":
+    main()
