@@ -54,11 +54,15 @@ def figure(path: Path, records: list[dict], title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     steps = [r["step"] for r in records]
+    styles = {"next_token": ("o", "-"), "probe": ("s", ":"), "compression_precision": ("^", "-"),
+              "distinction_precision": ("D", "--"), "distinction_recall": ("v", "-.")}
     for key, label in SERIES:
         ys = [r["metrics"].get(key, {}).get("mean") for r in records]
         if all(y is None for y in ys):
             continue
-        ax.plot(steps, [float("nan") if y is None else y for y in ys], marker="o", ms=3, lw=1.4, label=label)
+        marker, line = styles[key]
+        ax.plot(steps, [float("nan") if y is None else y for y in ys], marker=marker, ls=line, ms=4, lw=1.4,
+                label=label)
     ax.axhline(0.95, color="0.5", lw=0.8, ls="--")
     ax.text(steps[-1], 0.955, "0.95", ha="right", va="bottom", fontsize=7, color="0.4")
     ax.set_xlabel("training step")

@@ -194,16 +194,19 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
                        runs / "eval" / "true.json", dataset=rows_spec[0][1], extras=False)
     rows.append({"label": "true world model", "dataset": None, "role": "ceiling",
                  "runs": [{"metrics": summary["metrics"]}], "summary": summarise([summary["metrics"]])})
-    write(name, task, settings, seeds, rows)
+    write(name, task, settings, seeds, rows, which)
 
 
-def write(name: str, task, settings, seeds: int, rows: list[dict]) -> None:
+def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str]) -> None:
     cmd = f"python scripts/recovered.py {name}" + (f" --seeds {seeds}" if seeds != 3 else "") \
-        + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "")
+        + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "") \
+        + (f" --rows {','.join(which)}" if set(which) != {"broad", "narrow"} else "")
     md = (f"# {name}: a model that has recovered its world, and one that has not\n\n"
-          f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{task.name}.toml`). Each cell: mean over {seeds} "
-          f"training seeds (0–{seeds - 1}) ± the standard deviation across them, then in brackets the mean "
-          f"within-run standard error over states. ε = {settings.acceptance.spec()}, M = {settings.M}, "
+          f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{task.name}.toml`). Each cell: mean over "
+          + (f"{seeds} training seeds (0–{seeds - 1}) ± the standard deviation across them" if seeds > 1 else
+             "one training seed (0; no spread across seeds yet, shown as –)")
+          + f", then in brackets the mean within-run standard error over states. Acceptance "
+          f"{settings.acceptance.spec()}, M = {settings.M}, "
           f"k = {settings.k}, {settings.trials} trials per metric; next-token on each model's own held-out data; "
           f"every model is read only inside the lengths it was trained on (prefix + continuation ≤ its "
           f"`trained_len`). *Certified*: next-token ≥ 0.99, compression precision ≥ 0.95, distinction precision "

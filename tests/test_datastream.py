@@ -82,5 +82,5 @@ def test_navigation_stream_keeps_training_pairs_only():
 
 
 def test_files_without_a_stream():
-    task = load_task("toy-dfa")
-    assert task.domain.stream("default") is None
+    task = load_task("seating-tiny")
+    assert task.domain.stream(task.domain.datasets()[0]) is None

@@ -131,7 +131,7 @@ def tiny_task(tmp_path_factory):
 def test_domain_datasets_and_synthetic_data(tiny_task):
     domain = tiny_task.domain
     assert domain.boundary == "sampled"
-    assert domain.datasets() == ["synthetic"]
+    assert domain.datasets() == ["synthetic", "greedy"]
     splits = domain.generate("synthetic")
     assert [len(splits[s]) for s in ("train", "val", "test")] == [3000, 100, 100]
     assert all(is_valid(domain.world, s) for s in splits["test"])
@@ -149,7 +149,7 @@ def test_championship_dataset_from_a_folder(tmp_path):
                     f'[data]\ndefault = "championship"\nn_val = 2\nn_test = 3\n'
                     f'[data.championship]\nfolder = "{tmp_path / "db"}"\n')
     domain = load_task(toml).domain
-    assert domain.datasets() == ["championship", "synthetic"]
+    assert domain.datasets() == ["championship", "synthetic", "greedy"]
     splits = domain.generate("championship")
     assert [len(splits[s]) for s in ("train", "val", "test")] == [7, 2, 3]   # 2 duplicates dropped
     assert sorted(map(tuple, sum(splits.values(), []))) == sorted(map(tuple, games))

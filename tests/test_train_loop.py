@@ -200,8 +200,13 @@ def test_summary_records_speed_and_precision(data, tmp_path):
     assert all({"mfu", "tokens_per_s", "data_wait", "seconds"} <= set(r) for r in log)
 
 
+def test_a_dataset_without_a_stream_is_one_clear_error(tmp_path):
+    with pytest.raises(WorldModelError, match="exists only as files"):
+        run("seating-tiny", tmp_path / "ck", tmp_path / "seat", data="stream")
+    assert not (tmp_path / "ck").exists()
+
+
 @pytest.mark.parametrize("over, message", [
-    ({"data": "stream"}, "exists only as files"),
     ({"precision": "fp8"}, "precision must be one of"),
     ({"grad_accum": 5}, "not a multiple of grad_accum"),
     ({"warmpu": 3}, "unknown setting"),
