@@ -42,7 +42,7 @@ from worldmodel.checkpoints import mismatch
 from worldmodel.evaluator import build_model, evaluate, settings_for
 from worldmodel.results import write_if_changed
 from worldmodel.tasks import load_task
-from worldmodel.train import train
+from worldmodel.training import train
 
 #: family -> (recipe task, [(row label, dataset, role, [train] overrides)]); role "broad" is meant to certify
 FAMILIES = {

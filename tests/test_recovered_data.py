@@ -110,7 +110,7 @@ def test_greedy_dataset_is_legal_narrow_and_streamed():
 
 
 def test_training_records_trained_len_and_keeps_loadable_snapshots(tmp_path):
-    from worldmodel.train import train
+    from worldmodel.training import train
 
     task = load_task("toy-dfa")
     out = tmp_path / "ck"
