@@ -1,6 +1,6 @@
 """A model that has recovered its world, beside one trained on narrow data (results/recovered/).
 
-    python scripts/recovered.py FAMILY [--seeds 3] [--trials N] [--rows broad,narrow] [--runs runs]
+    python scripts/recovered.py FAMILY [--seeds 3] [--steps N] [--trials N] [--rows broad,narrow] [--runs runs]
     python scripts/recovered.py --table            # results/recovered/table.md from the families' JSON
 
 FAMILY is ``toy``, ``nav-grid`` or ``othello-6x6``. Each has a recipe task
@@ -71,9 +71,13 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def checkpoint(task, dataset: str, folder: Path, seed: int, snapshots: bool, overrides: dict) -> tuple[Path, dict]:
-    """The model of ``seed`` on ``dataset``: reused when it matches, else trained (and timed)."""
-    want = int(task.section("train").get("steps", 1000))
+def checkpoint(task, dataset: str, folder: Path, seed: int, snapshots: bool, overrides: dict,
+               steps: int | None = None) -> tuple[Path, dict]:
+    """The model of ``seed`` on ``dataset``: reused when it matches, else trained (and timed).
+
+    ``steps`` (default: the task's ``[train] steps``) sets the budget; a snapshot run keeps
+    ten snapshots across it (``save_every = steps // 10``: saving changes no weight)."""
+    want = int(steps or task.section("train").get("steps", 1000))
     why = mismatch(folder, task, dataset, want)
     info = json.loads((folder / "training.json").read_text()) if why is None else None
     if info is not None and info.get("seed") != seed:
@@ -87,7 +91,7 @@ def checkpoint(task, dataset: str, folder: Path, seed: int, snapshots: bool, ove
         return folder, info
     print(f"training {task.name}/{dataset} seed {seed} into {folder} ({why})", flush=True)
     t0, c0 = time.time(), time.process_time() + _children_cpu()
-    overrides = {**overrides, **({"snapshots": True} if snapshots else {})}
+    overrides = {**overrides, **({"snapshots": True, "save_every": max(1, want // 10)} if snapshots else {})}
     info = train(task, folder, dataset=dataset, steps=want, seed=seed, overrides=overrides, data_dir=None,
                  progress=sys.stderr.isatty())
     timing = {"wall_minutes": (time.time() - t0) / 60, "cpu_minutes": (time.process_time() + _children_cpu() - c0) / 60}
@@ -154,7 +158,8 @@ def per_seed_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs_dir: Path) -> None:
+def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs_dir: Path,
+               steps: int | None = None) -> None:
     task_name, rows_spec = FAMILIES[name]
     task = load_task(task_name)
     runs = runs_dir / "recovered" / task.name
@@ -166,8 +171,9 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
             continue
         results = []
         for seed in range(seeds):
-            folder = runs / dataset / f"seed-{seed}"
-            ck, info = checkpoint(task, dataset, folder / "checkpoint", seed, (role == "broad" and seed == 0), overrides)
+            folder = runs / dataset / (f"seed-{seed}" if steps is None else f"steps-{steps}-seed-{seed}")
+            ck, info = checkpoint(task, dataset, folder / "checkpoint", seed, (role == "broad" and seed == 0), overrides,
+                                  steps)
             model = build_model(task, ck)
             model.source = f"{label} (seed {seed})"
             t0 = time.time()
@@ -194,11 +200,12 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
                        runs / "eval" / "true.json", dataset=rows_spec[0][1], extras=False)
     rows.append({"label": "true world model", "dataset": None, "role": "ceiling",
                  "runs": [{"metrics": summary["metrics"]}], "summary": summarise([summary["metrics"]])})
-    write(name, task, settings, seeds, rows, which)
+    write(name, task, settings, seeds, rows, which, steps)
 
 
-def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str]) -> None:
+def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str], steps: int | None = None) -> None:
     cmd = f"python scripts/recovered.py {name}" + (f" --seeds {seeds}" if seeds != 3 else "") \
+        + (f" --steps {steps}" if steps is not None else "") \
         + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "") \
         + (f" --rows {','.join(which)}" if set(which) != {"broad", "narrow"} else "")
     md = (f"# {name}: a model that has recovered its world, and one that has not\n\n"
@@ -250,6 +257,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("family", nargs="?", choices=sorted(FAMILIES))
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--steps", type=int, help="training steps of every model (default: the recipe task's)")
     ap.add_argument("--trials", type=int, help="trials per metric (default: the recipe task's)")
     ap.add_argument("--rows", default="broad,narrow", help="which rows to run: broad, narrow or both")
     ap.add_argument("--runs", default="runs", help="folder for checkpoints and trial logs")
@@ -266,7 +274,9 @@ def main(argv=None):
     which = [w.strip() for w in args.rows.split(",") if w.strip()]
     if not which or set(which) - {"broad", "narrow"}:
         ap.error(f"--rows takes broad, narrow or both, not {args.rows!r}")
-    run_family(args.family, args.seeds, args.trials, which, Path(args.runs))
+    if args.steps is not None and args.steps < 1:
+        ap.error(f"--steps must be at least 1, got {args.steps}")
+    run_family(args.family, args.seeds, args.trials, which, Path(args.runs), args.steps)
 
 
 if __name__ == "__main__":
