@@ -247,8 +247,9 @@ def combined_table() -> None:
     text = "\n".join(lines)
     md = ("# A model that has recovered its world, and one that has not\n\nMade by `python scripts/recovered.py "
           "--table` from the families' files beside it (each made by `OMP_NUM_THREADS=1 python scripts/recovered.py "
-          "FAMILY`). Mean ± sd over 3 training seeds (mean within-run standard error); ε = 0.01, M = 30, "
-          "300 trials per metric.\n\n" + text + "\n")
+          "FAMILY`; the exact command, steps and minutes are in each family's file). Mean ± sd over the "
+          "training seeds a row counts in its last column (certified / seeds; – where one seed) (mean within-run "
+          "standard error); ε = 0.01, M = 30, 300 trials per metric.\n\n" + text + "\n")
     write_if_changed(RESULTS / "table.md", md)
     print(text)
 
