@@ -604,6 +604,13 @@ def _bar_segments(err: str, name: str) -> list[str]:
     return [seg for seg in err.replace("\n", "\r").split("\r") if seg.startswith(f"{name}: ")]
 
 
+def test_a_finished_progress_bar_is_cleared_from_the_terminal(capsys):
+    """The per-metric bar disappears when the metric is done (leave=False): a table follows, not stale bars."""
+    compression(WORLD, TrueWorldModel(WORLD), FixedPairs(WORLD, COMP, DIST), settings(trials=3, M=2, seed=5))
+    err = capsys.readouterr().err
+    assert "compression: " in err and err.endswith("\r") and not err.endswith("\n")
+
+
 def test_distinction_is_named_seeded_and_shows_progress_by_default(tmp_path, capsys):
     from worldmodel.results import trial_seed
 
