@@ -40,8 +40,17 @@ from .config import Schema, check_table, suggest
 from .errors import WorldModelError
 
 
-#: ``[model]``: the GPT-2 trained from scratch (:func:`worldmodel.models.gpt2_config`).
-MODEL: Schema = {"n_layer": int, "n_embd": int, "n_head": int, "n_positions": int, "dropout": float}
+#: ``[model]``: the network trained from scratch, of the ``family`` it names (default ``"gpt2"``;
+#: :mod:`worldmodel.models.families`). Each family takes the keys :data:`MODEL_FAMILIES` lists.
+MODEL: Schema = {"family": str, "n_layer": int, "n_embd": int, "n_head": int, "n_positions": int, "dropout": float,
+                 "n_hidden": int, "d_state": int, "d_conv": int, "expand": int}
+#: ``[model]`` keys of each family (besides ``family``): GPT-2, LSTM and GRU (torch), Mamba (transformers)
+MODEL_FAMILIES: dict[str, tuple[str, ...]] = {
+    "gpt2": ("n_layer", "n_embd", "n_head", "n_positions", "dropout"),
+    "lstm": ("n_layer", "n_embd", "n_hidden", "dropout"),
+    "gru": ("n_layer", "n_embd", "n_hidden", "dropout"),
+    "mamba": ("n_layer", "n_embd", "d_state", "d_conv", "expand"),
+}
 #: Top-level keys of every task file (sections apart).
 TOP: Schema = {"name": str, "domain": str, "seed": int}
 
@@ -222,10 +231,24 @@ def check_config(path, config: dict, cls: type[Domain] | None = None) -> None:
                                   f"({cls.__module__}.{cls.__name__}.schema declares no [{key}] keys)")
         if key in sections:
             check_table(where, key, value, sections[key])
+            if key == "model":
+                check_model_family(where, value)
         elif key in TOP:
             check_table(where, "top level", {key: value}, TOP)
         else:
             raise WorldModelError(f"{where}: unknown top-level key or section {key!r}{suggest(key, [*TOP, *sections])}")
+
+
+def check_model_family(where: str, table: dict) -> None:
+    """``[model] family`` is known and every other key is one that family takes."""
+    family = table.get("family", "gpt2")
+    if family not in MODEL_FAMILIES:
+        raise WorldModelError(f"{where}: [model] family must be one of {', '.join(MODEL_FAMILIES)}, got {family!r}")
+    allowed = MODEL_FAMILIES[family]
+    for key in table:
+        if key != "family" and key not in allowed:
+            raise WorldModelError(f"{where}: [model] key {key!r} does not apply to the {family} family "
+                                  f"(it takes {', '.join(allowed)})")
 
 
 def _toml_value(v) -> str:

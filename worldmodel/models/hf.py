@@ -7,7 +7,9 @@ checking after another, both run in lock step in one batch, with one row per
 distinct sampled history (a trie); a sample stops at its first refused token.
 For GPT-2-shaped models these run on the lean forward of :mod:`.lean` (each
 prefix's keys and values shared by its rows, a preallocated buffer for the rest);
-any other model through transformers and its own cache.
+for recurrent ones (LSTM, GRU, Mamba) on one recurrent state per row
+(:mod:`.recurrent`: the state is the cache); any other model through transformers
+and its own cache.
 :meth:`HFModel.untrained` builds a randomly initialised network of a checkpoint's
 (or a task's) architecture.
 """
@@ -24,6 +26,7 @@ from ..dfa import World
 from ..errors import WorldModelError
 from .base import Prefix, SampleGroup, Scored, SequenceModel, sampling_mask
 from .lean import HFState, LeanGPT2, LeanState
+from .recurrent import RecurrentState, recurrent_engine
 from .vocab import Vocabulary
 
 
@@ -125,6 +128,8 @@ class HFModel(SequenceModel):
         self.model = model.to(device).eval()
         #: the lean GPT-2 forward (:mod:`.lean`) the engine decodes with, or None: through transformers
         self.lean = LeanGPT2.wrap(self.model) if lean else None
+        #: the recurrent engine (:mod:`.recurrent`) of an LSTM, GRU or Mamba network, or None
+        self.recurrent = recurrent_engine(self.model) if lean else None
         self.vocab = vocab
         self.tokens = vocab.tokens
         self.name = name
@@ -151,7 +156,7 @@ class HFModel(SequenceModel):
     @classmethod
     def from_pretrained(cls, folder: str | Path, world: World | None = None, device="cpu", name=None,
                         missing: str = "error") -> "HFModel":
-        from transformers import AutoModelForCausalLM
+        from .families import load_network
 
         quiet_transformers()
         folder = Path(folder)
@@ -165,7 +170,7 @@ class HFModel(SequenceModel):
         if declared is not None and declared != len(vocab):
             raise WorldModelError(
                 f"checkpoint {folder}: config.json declares {declared} token ids but vocab.json has {len(vocab)}")
-        model = load_pretrained(AutoModelForCausalLM, folder)
+        model = load_network(folder)
         if model.config.vocab_size != len(vocab):
             raise WorldModelError(
                 f"checkpoint {folder}: model has {model.config.vocab_size} token ids but vocab.json has {len(vocab)}"
@@ -174,12 +179,12 @@ class HFModel(SequenceModel):
 
     @classmethod
     def untrained(cls, vocab: Vocabulary, model_cfg: dict, seed: int = 0, device="cpu") -> "HFModel":
-        """A randomly initialised GPT-2 of the given architecture (the paper's baseline)."""
-        from transformers import GPT2LMHeadModel
+        """A randomly initialised network of the given ``[model]`` (its ``family``; the paper's baseline)."""
+        from .families import build_network
 
         quiet_transformers()
         torch.manual_seed(seed)
-        return cls(GPT2LMHeadModel(gpt2_config(vocab, **model_cfg)), vocab, name="untrained", device=device)
+        return cls(build_network(vocab, model_cfg), vocab, name="untrained", device=device)
 
     def save_pretrained(self, folder: str | Path) -> None:
         quiet_transformers()
@@ -231,6 +236,9 @@ class HFModel(SequenceModel):
         lens = torch.tensor([len(x) for x in ids], device=self.device)
         P = int(lens.max())
         self._check_len(P)
+        if self.recurrent is not None:
+            state, logits = RecurrentState.start(self.recurrent, ids, self.vocab.pad_id, self.device)
+            return state, torch.log_softmax(logits.float(), dim=-1), lens
         if self.lean is not None:
             state, logits = LeanState.start(self.lean, ids, self.vocab.pad_id, self.max_positions, self.device)
             return state, torch.log_softmax(logits.float(), dim=-1), lens
@@ -270,6 +278,9 @@ class HFModel(SequenceModel):
         if n == 0:
             return 1
         rows = max(u.shape[0] for u in uniforms) * (2 if check else 1)
+        if self.recurrent is not None:  # a row keeps its state only, whatever its length
+            per_prefix = max(1, 2 * rows * self.recurrent.state_bytes())
+            return max(1, min(n, self.wave_prefixes, self.wave_bytes // per_prefix))
         steps = max(u.shape[1] for u in uniforms)
         # the lean cache keeps a row's own tokens (and gathers them through as much again);
         # transformers' keeps the prefix too

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from ..datastream import PackedSequences, token_lut
 from ..errors import Interrupted, WorldModelError
-from ..models import Vocabulary, gpt2_config, quiet_transformers
+from ..models import Vocabulary, quiet_transformers
 from ..safety import atomic_json, atomic_write, claim, recover_swap, rewrite_lines, swap_folder, writing
 from ..tasks import Task
 from .batches import FileBatches, StreamBatches, model_ids
@@ -164,10 +164,15 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
         n_train = len(train_packed)
         trained_len = int(longest)
     longest = max(longest, val_packed.max_len()) + 1          # + <bos>
-    config = gpt2_config(vocab, **mcfg)
-    if longest > config.n_positions:
+    # the network of the task's [model] family (GPT-2, LSTM, GRU, Mamba), built once the seed is set below
+    from ..models.families import build_network, context_limit
+
+    torch.manual_seed(cfg.seed)
+    raw = build_network(vocab, mcfg)
+    limit = context_limit(raw)
+    if limit is not None and longest > limit:
         raise WorldModelError(
-            f"task {task.where}: sequences need {longest} positions but [model] n_positions = {config.n_positions}"
+            f"task {task.where}: sequences need {longest} positions but [model] n_positions = {limit}"
         )
     val_ids = model_ids(val_packed.padded(), lut, vocab.bos_id, vocab.pad_id) if len(val_packed) else None
 
@@ -186,11 +191,7 @@ def _train(task, out, dataset, steps, data_dir, seed, progress, overrides, echo,
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
 
     # -- model and optimiser ------------------------------------------------------------
-    from transformers import GPT2LMHeadModel
-
     quiet_transformers()
-    torch.manual_seed(cfg.seed)
-    raw = GPT2LMHeadModel(config)
     n_params = sum(p.numel() for p in raw.parameters())
     decay = [p for p in raw.parameters() if p.dim() >= 2]
     no_decay = [p for p in raw.parameters() if p.dim() < 2]
