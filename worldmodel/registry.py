@@ -60,6 +60,7 @@ WORLDS: list[WorldEntry] = [
                "worldmodel.worlds.eight.data_sets:DATA_SETS"),
     WorldEntry("bytesized32", "worldmodel.worlds.bytesized32.domain:ByteSized32Domain",
                "worldmodel.worlds.bytesized32.cli", "worldmodel.worlds.bytesized32.data_sets:DATA_SETS"),
+    WorldEntry("groups", "worldmodel.worlds.groups.domain:GroupDomain"),
 ]
 
 METRICS: list[MetricSpec] = [
