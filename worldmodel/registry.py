@@ -73,6 +73,21 @@ METRICS: list[MetricSpec] = [
                help="share of held-out positions whose top-1 token is valid", table_rank=0),
     MetricSpec("probe", "worldmodel.metrics:run_probe", (("probe", "Probe"),), data="train", trials=False,
                help="linear probe of the current state from the last hidden layer", table_rank=1),
+    MetricSpec("inductive-bias", "worldmodel.inductive_bias:run_inductive_bias",
+               (("inductive_bias_r", "R-IB"), ("inductive_bias_d", "D-IB"),
+                ("inductive_bias_d_same_pseudo", "D-IB same pseudo-state"),
+                ("inductive_bias_d_diff_pseudo", "D-IB other pseudo-state"), ("ib_fit", "IB fit"),
+                ("ib_coverage", "IB coverage")),
+               help="the inductive-bias probe (Vafa et al. 2025): white-noise tasks of the true state, "
+                    "run only when named", table_rank=4, default=False,
+               settings={"ib_tasks": (int, 20, "white-noise tasks (100 in the paper)"),
+                         "ib_classes": (int, 2, "labels of a white-noise task"),
+                         "ib_train": (int, 100, "training sequences per task, one labelled position each"),
+                         "ib_examples": (int, 2000, "held-out positions the extrapolations are compared on"),
+                         "ib_steps": (int, 100, "full-batch adaptation steps"),
+                         "ib_lr": (float, 6e-4, "adaptation learning rate (AdamW)"),
+                         "ib_finetune": (str, "full", "'full' (the whole network and a fresh head) or 'head' "
+                                                      "(the head alone)")}),
 ]
 
 FORMATS: list[ImportFormat] = [

@@ -544,6 +544,12 @@ class HFModel(SequenceModel):
     def has_hidden_states(self) -> bool:
         return True
 
+    def feature_net(self):
+        """The network as a trainable feature extractor (:class:`~.features.FeatureNet`): fine-tuning metrics."""
+        from .features import FeatureNet
+
+        return FeatureNet(self.model, self.vocab, self.device)
+
     def hidden_states(self, sequences):
         res = []
         width = int(getattr(self.model.config, "n_embd", 0) or getattr(self.model.config, "hidden_size", 0))
