@@ -183,7 +183,7 @@ def test_each_family_trains_and_every_metric_scores_it(tmp_path, family):
     """Train a few steps from a task file, reload the checkpoint, run every metric and detours-free extras."""
     from worldmodel import evaluator
     from worldmodel.tasks import load_task
-    from worldmodel.train import train
+    from worldmodel.training import train
 
     text = Path("tasks/toy-dfa.toml").read_text()
     head, rest = text.split("[model]")

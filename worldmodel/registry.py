@@ -96,6 +96,10 @@ FORMATS: list[ImportFormat] = [
                  "and tokenizer.pt"),
     ImportFormat("li-othello", "worldmodel.worlds.othello.li_import:load", "worldmodel.worlds.othello.li_import:detect",
                  "Li et al.'s Othello-GPT: a minGPT state dict (gpt_synthetic.ckpt, gpt_championship.ckpt)"),
+    ImportFormat("torch-rnn", "worldmodel.models.importers.rnn:load_torch_rnn",
+                 "worldmodel.models.importers.rnn:is_torch_rnn",
+                 "an LSTM/GRU state dict: inductive-bias-probes' ckpt.pt (model + model_args), or a bare state "
+                 "dict with config.json beside it; the vocabulary from --tokenizer (JSON)"),
     ImportFormat("nanogpt", "worldmodel.models.importers:load_nanogpt", "worldmodel.models.importers:is_nanogpt",
                  "nanoGPT's ckpt.pt with meta.pkl (stoi/itos; character-level models with --template)"),
     ImportFormat("hf", "worldmodel.models.importers.pieces:load_hf", "worldmodel.models.importers.pieces:is_hf",

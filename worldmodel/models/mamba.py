@@ -69,6 +69,88 @@ def _rms(x, w, eps):
     return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
+def mamba_forward(model, input_ids: torch.Tensor, output_hidden_states: bool = False):
+    """``MambaForCausalLM``'s full-sequence function (no cache), written for training on a CPU.
+
+    The same computation as transformers' pure-PyTorch path (RMSNorm, input
+    projection, causal depthwise convolution, selective scan, gate, output
+    projection, residual; final norm; tied head), with the scan's per-step inputs
+    taken by ``unbind``: transformers indexes one time step at a time, and each
+    index's backward writes a zero tensor the size of the whole sequence, which
+    made a training step 10-40 times slower than an LSTM's of the same size.
+    Returns (logits ``[B, T, V]``, the hidden states after each layer and after the
+    final norm, or None). Weights are read from the module on every call.
+    """
+    bb = model.backbone
+    h = bb.embeddings(input_ids)
+    hidden = [] if output_hidden_states else None
+    T = input_ids.shape[1]
+    for blk in bb.layers:
+        m = blk.mixer
+        K, Di, N = int(m.conv_kernel_size), int(m.intermediate_size), int(m.ssm_state_size)
+        x = blk.norm(h)
+        xs, z = m.in_proj(x).chunk(2, dim=-1)
+        xc = F.silu(F.conv1d(F.pad(xs.transpose(1, 2), (K - 1, 0)), m.conv1d.weight, m.conv1d.bias,
+                             groups=Di).transpose(1, 2))                          # [B, T, Di]
+        dt, Bm, Cm = torch.split(m.x_proj(xc), [int(m.time_step_rank), N, N], dim=-1)
+        dt = F.softplus(m.dt_proj(dt))                                            # [B, T, Di]
+        A = -torch.exp(m.A_log.float())                                           # [Di, N]
+        # per step, from [B, Di] and [B, N] slices: the [B, Di, N] products stay in cache (materialising
+        # them for the whole sequence first, as transformers does, is memory-bound on a CPU)
+        dts = dt.transpose(0, 1).contiguous().unbind(0)                           # T x [B, Di]
+        dxs = (dt * xc).transpose(0, 1).contiguous()[..., None].unbind(0)         # T x [B, Di, 1]
+        Bs = Bm.transpose(0, 1).contiguous()[:, :, None, :].unbind(0)             # T x [B, 1, N]
+        Cs = Cm.transpose(0, 1).contiguous()[..., None].unbind(0)                 # T x [B, N, 1]
+        s = h.new_zeros((h.shape[0], Di, N))
+        ys = []
+        for t in range(T):
+            s = torch.exp(dts[t][..., None] * A) * s + torch.bmm(dxs[t], Bs[t])
+            ys.append(torch.bmm(s, Cs[t])[..., 0])
+        y = (torch.stack(ys, dim=1) + xc * m.D) * F.silu(z)
+        h = h + m.out_proj(y)
+        if hidden is not None:
+            hidden.append(h)
+    h = bb.norm_f(h)
+    if hidden is not None:
+        hidden.append(h)
+    return model.lm_head(h).float(), (tuple(hidden) if hidden is not None else None)
+
+
+def _mamba_lm_class():
+    """:class:`MambaLM`, defined on first use (transformers is imported only then)."""
+    global MambaLM
+    if MambaLM is not None:
+        return MambaLM
+    from transformers import MambaForCausalLM
+    from transformers.models.mamba.modeling_mamba import MambaCausalLMOutput
+
+    class _MambaLM(MambaForCausalLM):
+        """``MambaForCausalLM`` whose forward without a cache runs :func:`mamba_forward` (same function).
+
+        Training and whole-sequence scoring take that path; with a cache (transformers'
+        own decoding) it is transformers' forward. Saved and loaded as a plain
+        ``MambaForCausalLM`` folder (``model_type`` mamba).
+        """
+
+        def forward(self, input_ids=None, attention_mask=None, output_hidden_states=None, use_cache=None,
+                    labels=None, **kwargs):
+            if (input_ids is None or use_cache or labels is not None
+                    or any(kwargs.get(k) is not None for k in ("cache", "cache_params", "past_key_values",
+                                                                  "inputs_embeds"))):
+                return super().forward(input_ids=input_ids, attention_mask=attention_mask,
+                                       output_hidden_states=output_hidden_states, use_cache=use_cache,
+                                       labels=labels, **kwargs)
+            logits, hidden = mamba_forward(self, input_ids, bool(output_hidden_states))
+            return MambaCausalLMOutput(logits=logits, hidden_states=hidden)
+
+    _MambaLM.__name__ = _MambaLM.__qualname__ = "MambaLM"
+    MambaLM = _MambaLM
+    return MambaLM
+
+
+MambaLM = None
+
+
 class LeanMamba:
     """``MambaForCausalLM``'s function in recurrent form, over the module's own parameters (no copies)."""
 
@@ -97,7 +179,7 @@ class LeanMamba:
             from transformers import MambaForCausalLM
         except ImportError:  # pragma: no cover - transformers is a dependency
             return None
-        if type(model) is not MambaForCausalLM or getattr(model.config, "hidden_act", "silu") != "silu":
+        if type(model) not in (MambaForCausalLM, _mamba_lm_class()) or getattr(model.config, "hidden_act", "silu") != "silu":
             return None
         return cls(model)
 

@@ -26,7 +26,15 @@ each entry names its loader and its detector. Shipped:
     ``floor`` prunes the piece trie (default: 0 up to 2,000 world tokens, else 0.01).
 ``hf``
     A Hugging Face causal LM folder with its own tokenizer (local files only). A world
-    token may be several pieces; see :mod:`.pieces`.
+    token may be several pieces; see :mod:`.pieces`. A recurrent network in that layout
+    (a ``MambaForCausalLM``, or an LSTM / GRU whose ``config.json`` has ``model_type``
+    lstm or gru, :class:`~..recurrent.RecurrentConfig`) needs every world token to be
+    one piece, and then decodes on its recurrent state.
+``torch-rnn``
+    A plain torch state dict of an LSTM or GRU language model with its configuration:
+    keyonvafa/inductive-bias-probes' ``ckpt.pt`` (``model`` + ``model_args``), or a bare
+    state dict (pytorch/examples word_language_model's names, or ours) with
+    ``config.json`` beside it; the vocabulary from ``--tokenizer`` (JSON). See :mod:`.rnn`.
 
 Every import returns an :class:`Imported` (a model, its :class:`~..vocab.Vocabulary`,
 provenance, notes). World tokens the model cannot emit stop the import

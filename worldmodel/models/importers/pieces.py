@@ -543,9 +543,11 @@ class PieceModel(SequenceModel):
 def import_hf(source: Path, world: World, tokenizer: Path | None = None, bos: str | None = None,
               separator: str = " ", missing: str = "error", floor: float = 0.0):
     """A local Hugging Face causal LM folder (and its tokenizer) for ``world``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
+    from ..families import load_network
     from ..hf import check_model_folder, load_pretrained, quiet_transformers
+    from ..recurrent import recurrent_engine
     from .common import Imported, _provenance
 
     quiet_transformers()
@@ -555,8 +557,10 @@ def import_hf(source: Path, world: World, tokenizer: Path | None = None, bos: st
     if tokenizer is not None and Path(tokenizer).is_dir():
         check_model_folder_files(Path(tokenizer))
     tok = load_pretrained(AutoTokenizer, tokenizer or source, "Hugging Face tokenizer", local_files_only=True)
-    model = load_pretrained(AutoModelForCausalLM, source, "Hugging Face model", local_files_only=True).eval()
+    model = load_network(source).eval()     # a recurrent folder (lstm/gru) or any causal LM, one-line errors
     pieces = {t: tok.encode(separator + t, add_special_tokens=False) for t in world.tokens}
+    if recurrent_engine(model) is not None:
+        return _recurrent_import(source, world, tok, model, pieces, bos, separator, tokenizer, missing)
     if bos is not None:
         bos_id = tok.convert_tokens_to_ids(bos)
         if bos_id is None or bos_id == tok.unk_token_id:
@@ -602,3 +606,35 @@ def load_hf(source: Path, world: World, options, data=None):
     """Format ``hf`` (the registry's loader)."""
     return import_hf(source, world, options.tokenizer, options.bos, missing=options.missing,
                      floor=options.floor or 0.0)
+
+
+def _recurrent_import(source, world, tok, model, pieces, bos, separator, tokenizer, missing="error"):
+    """A recurrent network (LSTM, GRU, Mamba) from an hf folder: world tokens must be single pieces.
+
+    It then gets a plain :class:`~..vocab.Vocabulary` and decodes on its recurrent
+    state (:mod:`..recurrent`), like a checkpoint trained here.
+    """
+    from ..vocab import Vocabulary
+    from .common import Imported, _provenance, check_missing, with_missing
+
+    unk = tok.unk_token_id
+    notes = check_missing([t for t, p in pieces.items() if unk is not None and unk in p], world, str(source), missing)
+    pieces = {t: p for t, p in pieces.items() if unk is None or unk not in p}
+    multi = sorted(t for t, p in pieces.items() if len(p) != 1)
+    if multi:
+        raise WorldModelError(f"{source}: {len(multi)} world token(s) are several tokenizer pieces (e.g. "
+                              f"{multi[:4]}); a recurrent model is imported only when every world token is one piece")
+    ids = {t: p[0] for t, p in pieces.items()}
+    if len(set(ids.values())) != len(ids):
+        raise WorldModelError(f"{source}: two world tokens map to one tokenizer id")
+    bos_id = tok.convert_tokens_to_ids(bos) if bos is not None else tok.bos_token_id
+    if bos is not None and (bos_id is None or bos_id == tok.unk_token_id):
+        raise WorldModelError(f"{source}: the BOS token {bos!r} is not in the tokenizer")
+    if bos_id in ids.values():
+        bos_id = None  # a tokenizer whose BOS is also a world token: read the first token as context
+    pad = tok.pad_token_id if tok.pad_token_id is not None and tok.pad_token_id not in ids.values() else None
+    names = {i: n for i, n in ((bos_id, "<bos>"), (pad, "<pad>")) if i is not None}
+    vocab = Vocabulary.from_ids(ids, model.config.vocab_size, bos_id=bos_id, pad_id=pad, world_name=world.name,
+                                names=names)
+    prov = _provenance("hf", source, tokenizer, {"separator": separator, "recurrent": True})
+    return with_missing(Imported(model, vocab, prov, notes, tokenizer=tok), world, missing)

@@ -61,8 +61,17 @@ def _numpy_dtype(name, *_args):
     return dt
 
 
+def _path_text(*parts) -> str:
+    """A pickled ``pathlib`` path (the inductive-bias-probes checkpoints keep their data paths in
+    ``model_args``) read back as its text: a string, nothing constructed."""
+    if not all(isinstance(p, str) for p in parts):
+        raise WorldModelError("a pickled path has parts that are not strings")
+    return "/".join(parts).replace("//", "/")
+
+
 def _allowed_globals() -> list[tuple[object, str]]:
     out: list[tuple[object, str]] = [(PlainHolder, n) for n in TOKENIZER_CLASSES]
+    out += [(_path_text, f"pathlib.{n}") for n in ("PosixPath", "WindowsPath", "Path", "PurePosixPath")]
     out += [(_plain_dict, "collections.defaultdict"), (list, "builtins.list"), (set, "builtins.set"),
             (frozenset, "builtins.frozenset")]
     for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
