@@ -206,3 +206,48 @@ def test_each_family_trains_and_every_metric_scores_it(tmp_path, family):
     assert all(got[k]["n"] > 0 for k in got)
     u = evaluator.build_model(task, model="untrained")
     assert network_family(u.model) == family
+
+
+def test_mambas_training_forward_is_transformers_function_with_the_same_gradients(world):
+    """MambaLM (what training and whole-sequence scoring run) against MambaForCausalLM's own forward."""
+    from transformers import MambaForCausalLM
+
+    torch.manual_seed(0)
+    net = build_network(Vocabulary(world.tokens), dict(CFGS["mamba"], n_embd=24))
+    assert type(net).__name__ == "MambaLM" and isinstance(net, MambaForCausalLM)
+    net.train()
+    ids = torch.randint(2, 6, (5, 13))
+    ref = MambaForCausalLM.forward(net, input_ids=ids, output_hidden_states=True)
+    got = net(input_ids=ids, output_hidden_states=True)
+    assert float((ref.logits - got.logits).abs().max()) < 1e-5
+    assert float((ref.hidden_states[-1] - got.hidden_states[-1]).abs().max()) < 1e-5
+    grads = []
+    for out in (ref, got):
+        net.zero_grad()
+        out.logits.logsumexp(-1).sum().backward()
+        grads.append({n: p.grad.clone() for n, p in net.named_parameters()})
+    assert max(float((grads[0][n] - grads[1][n]).abs().max()) for n in grads[0]) < 1e-4
+
+
+def test_extraction_runs_on_a_recurrent_model(tmp_path):
+    from worldmodel.cli import main
+    from worldmodel.tasks import load_task
+
+    toy = load_task("toy-dfa")
+    m = HFModel.untrained(Vocabulary(toy.world.tokens, toy.world.name), CFGS["mamba"], seed=0)
+    m.save_pretrained(tmp_path / "toy")
+    assert main(["extract", "toy-dfa", "--checkpoint", str(tmp_path / "toy"), "--max-states", "6", "--walks", "20",
+                 "--out", str(tmp_path / "ex"), "--no-progress"]) == 0
+    assert (tmp_path / "ex" / "automaton.json").exists()
+
+
+@pytest.mark.slow
+def test_detours_run_on_a_recurrent_model(tmp_path):
+    from worldmodel.cli import main
+    from worldmodel.tasks import load_task
+
+    nav = load_task("nav-grid-tiny")
+    m = HFModel.untrained(Vocabulary(nav.world.tokens, nav.world.name), dict(family="gru", n_layer=1, n_embd=16), seed=0)
+    m.save_pretrained(tmp_path / "nav")
+    assert main(["detours", "nav-grid-tiny", "--checkpoint", str(tmp_path / "nav"), "--p", "0,0.5", "--trials", "4",
+                 "--data-dir", str(tmp_path / "navdata"), "--no-progress", "--out", str(tmp_path / "d.json")]) == 0

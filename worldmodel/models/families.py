@@ -5,7 +5,7 @@
 =========  =====================================================  ==============================
 family     network                                                 ``[model]`` keys
 =========  =====================================================  ==============================
-``gpt2``   ``transformers.GPT2LMHeadModel`` (:func:`~.hf.gpt2_config`)  n_layer, n_embd, n_head, n_positions, dropout
+``gpt2``   ``transformers.GPT2LMHeadModel`` (:func:`gpt2_config`)  n_layer, n_embd, n_head, n_positions, dropout
 ``lstm``   :class:`~.recurrent.RecurrentLM` over ``nn.LSTM``         n_layer, n_embd, n_hidden, dropout
 ``gru``    :class:`~.recurrent.RecurrentLM` over ``nn.GRU``          n_layer, n_embd, n_hidden, dropout
 ``mamba``  ``transformers.MambaForCausalLM`` (:func:`~.mamba.mamba_config`)  n_layer, n_embd, d_state, d_conv, expand
@@ -31,6 +31,33 @@ from .vocab import Vocabulary
 FAMILIES = ("gpt2", "lstm", "gru", "mamba")
 
 
+def quiet_transformers() -> None:
+    """Silence transformers' per-call progress bars and info chatter (our own bars remain)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+def gpt2_config(vocab: Vocabulary, n_layer=2, n_embd=64, n_head=4, n_positions=128, dropout=0.0):
+    """A GPT-2 configuration for a vocabulary (plain values, nanoGPT style).
+
+    The activation is PyTorch's fused tanh-approximate GELU: the same function as
+    GPT-2's original ``gelu_new``, computed in one kernel instead of eight
+    elementwise operations (it dominated CPU time for small models). The keyword
+    arguments are the ``[model]`` keys of a task file (checked when it is loaded); any
+    other key is a ``TypeError``, never silently dropped.
+    """
+    from transformers import GPT2Config
+
+    return GPT2Config(
+        vocab_size=len(vocab), n_positions=int(n_positions), n_embd=int(n_embd), n_layer=int(n_layer),
+        n_head=int(n_head), resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
+        bos_token_id=vocab.bos_id, eos_token_id=vocab.bos_id, pad_token_id=vocab.pad_id,
+        activation_function="gelu_pytorch_tanh",
+    )
+
+
 def family_of_config(model_cfg: dict) -> str:
     """The family a ``[model]`` table names (``"gpt2"`` when it names none)."""
     fam = model_cfg.get("family", "gpt2")
@@ -45,8 +72,6 @@ def _keys(model_cfg: dict) -> dict:
 
 def build_network(vocab: Vocabulary, model_cfg: dict):
     """A randomly initialised network of ``model_cfg``'s family over ``vocab`` (seed the caller's)."""
-    from .hf import gpt2_config, quiet_transformers
-
     fam = family_of_config(model_cfg)
     cfg = _keys(model_cfg)
     quiet_transformers()
@@ -92,7 +117,6 @@ def load_network(folder: str | Path):
     ``model_type`` lstm or gru) or any Hugging Face causal LM. One-line error when unreadable."""
     from safetensors import SafetensorError
 
-    from .hf import quiet_transformers
     from .recurrent import RecurrentConfig, RecurrentLM
 
     folder = Path(folder)

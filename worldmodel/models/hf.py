@@ -25,17 +25,10 @@ import torch
 from ..dfa import World
 from ..errors import WorldModelError
 from .base import Prefix, SampleGroup, Scored, SequenceModel, sampling_mask
+from .families import build_network, gpt2_config, load_network, quiet_transformers  # noqa: F401 (re-exported)
 from .lean import HFState, LeanGPT2, LeanState
 from .recurrent import RecurrentState, recurrent_engine
 from .vocab import Vocabulary
-
-
-def quiet_transformers() -> None:
-    """Silence transformers' per-call progress bars and info chatter (our own bars remain)."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
 
 
 #: What loading a model folder can raise when its files are broken, truncated or refused (a pickle
@@ -97,25 +90,6 @@ def cache_keyword(model) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def gpt2_config(vocab: Vocabulary, n_layer=2, n_embd=64, n_head=4, n_positions=128, dropout=0.0):
-    """A GPT-2 configuration for a vocabulary (plain values, nanoGPT style).
-
-    The activation is PyTorch's fused tanh-approximate GELU: the same function as
-    GPT-2's original ``gelu_new``, computed in one kernel instead of eight
-    elementwise operations (it dominated CPU time for small models). The keyword
-    arguments are the ``[model]`` keys of a task file (checked when it is loaded); any
-    other key is a ``TypeError``, never silently dropped.
-    """
-    from transformers import GPT2Config
-
-    return GPT2Config(
-        vocab_size=len(vocab), n_positions=int(n_positions), n_embd=int(n_embd), n_layer=int(n_layer),
-        n_head=int(n_head), resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
-        bos_token_id=vocab.bos_id, eos_token_id=vocab.bos_id, pad_token_id=vocab.pad_id,
-        activation_function="gelu_pytorch_tanh",
-    )
-
-
 class HFModel(SequenceModel):
     """A Hugging Face causal LM over a :class:`Vocabulary`.
 
@@ -156,8 +130,6 @@ class HFModel(SequenceModel):
     @classmethod
     def from_pretrained(cls, folder: str | Path, world: World | None = None, device="cpu", name=None,
                         missing: str = "error") -> "HFModel":
-        from .families import load_network
-
         quiet_transformers()
         folder = Path(folder)
         if not folder.is_dir():
@@ -180,8 +152,6 @@ class HFModel(SequenceModel):
     @classmethod
     def untrained(cls, vocab: Vocabulary, model_cfg: dict, seed: int = 0, device="cpu") -> "HFModel":
         """A randomly initialised network of the given ``[model]`` (its ``family``; the paper's baseline)."""
-        from .families import build_network
-
         quiet_transformers()
         torch.manual_seed(seed)
         return cls(build_network(vocab, model_cfg), vocab, name="untrained", device=device)
