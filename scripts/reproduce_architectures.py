@@ -1,6 +1,6 @@
 """The comparative study: GPT-2, LSTM, GRU and Mamba at matched parameter counts on the same data.
 
-    OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py [--worlds toy-dfa,group-a4,group-a5,othello-6x6-tiny]
+    OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py [--worlds group-a4,group-a5,toy-dfa,othello-6x6-tiny]
         [--families gpt2,lstm,gru,mamba] [--out results/architectures] [--runs runs/architectures]
         [--trials 100] [--ib-tasks 8] [--steps-scale 1.0]
 
@@ -50,9 +50,9 @@ MODELS = {
 }
 #: per world: training steps and batch size (every family the same), training seeds
 WORLDS = {
-    "toy-dfa": {"steps": 1500, "batch_size": 32, "seeds": [0]},
     "group-a4": {"steps": 1500, "batch_size": 32, "seeds": [0, 1]},
     "group-a5": {"steps": 3000, "batch_size": 32, "seeds": [0, 1]},
+    "toy-dfa": {"steps": 1500, "batch_size": 32, "seeds": [0]},
     "othello-6x6-tiny": {"steps": 600, "batch_size": 32, "seeds": [0]},
 }
 LENGTHS = [1, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 40, 48]
