@@ -102,26 +102,30 @@ def run_one(world: str, family: str, seed: int, spec: dict, args, data_dir: Path
         info = train(task, ck, steps=steps, seed=seed, data_dir=data_dir, progress=not args.no_progress)
         record = {}
     info = json.loads((ck / "training.json").read_text())
+    log = [json.loads(line) for line in (ck / "train_log.jsonl").read_text().splitlines()]
     record.update({"world": world, "family": family, "seed": seed, "n_params": info["n_params"],
                    "steps": info["steps"], "train_minutes": info["seconds"] / 60,
+                   "train_cpu_minutes": sum(r.get("cpu_seconds", 0.0) for r in log) / 60,
                    "final_val_loss": info["final_val_loss"]})
     model = build_model(task, checkpoint=ck)
     model.source = f"{family} (seed {seed})"
     s = settings_for(task, trials=args.trials, ib_tasks=args.ib_tasks)
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     summary = evaluate(task, model, ["next-token", "compression", "distinction", "inductive-bias"], s,
                        folder / "eval.json", data_dir=data_dir, progress=not args.no_progress, extras=False)
     if "eval_minutes" not in record:
         record["eval_minutes"] = (time.time() - t0) / 60
+        record["eval_cpu_minutes"] = (time.process_time() - c0) / 60
     record["metrics"] = summary["metrics"]
     if world.startswith("group-"):
         if "length_accuracy" not in record:
             from worldmodel.worlds.groups.domain import accuracy_by_length
 
-            t1 = time.time()
+            t1, c1 = time.time(), time.process_time()
             acc = accuracy_by_length(task.world, model, LENGTHS, n_per_length=args.per_length, seed=0)
             record["length_accuracy"] = {str(n): r.to_dict() for n, r in acc.items()}
             record["length_minutes"] = (time.time() - t1) / 60
+            record["length_cpu_minutes"] = (time.process_time() - c1) / 60
     record_path.write_text(json.dumps(record, indent=1))
     return record
 
@@ -244,14 +248,16 @@ def main(argv=None):
     for w in worlds:
         vocab = len(Vocabulary(load_task(w).world.tokens))
         lines += [f"### {w}", "",
-                  "| Model | Params | Train min | Eval min | " + " | ".join(h for _, h in COLUMNS) + " |",
+                  "| Model | Params | Train min, wall (CPU) | Eval min, wall (CPU) | " + " | ".join(h for _, h in COLUMNS)
+                  + " |",
                   "|---" * (len(COLUMNS) + 4) + "|"]
         for f, row in table[w].items():
             recs = records[w].get(f, [])
             if recs:
                 params = f"{parameter_count(vocab, MODELS[f]):,}"
-                tm = " / ".join(f"{r['train_minutes']:.1f}" for r in recs)
-                em = " / ".join(f"{r['eval_minutes'] + r.get('length_minutes', 0):.1f}" for r in recs)
+                tm = " / ".join(f"{r['train_minutes']:.1f} ({r['train_cpu_minutes']:.1f})" for r in recs)
+                em = " / ".join(f"{r['eval_minutes'] + r.get('length_minutes', 0):.1f} "
+                                f"({r['eval_cpu_minutes'] + r.get('length_cpu_minutes', 0):.1f})" for r in recs)
             else:
                 params, tm, em = "—", "—", "—"
             lines.append(f"| {f} | {params} | {tm} | {em} | " + " | ".join(cell(row[k]) for k, _ in COLUMNS) + " |")
@@ -268,9 +274,12 @@ def main(argv=None):
             lines.append("")
     total = sum(r["train_minutes"] + r["eval_minutes"] + r.get("length_minutes", 0)
                 for w in records for recs in records[w].values() for r in recs)
+    cpu = sum(r["train_cpu_minutes"] + r["eval_cpu_minutes"] + r.get("length_cpu_minutes", 0)
+              for w in records for recs in records[w].values() for r in recs)
     head = (f"# Four architectures, one budget: GPT-2, LSTM, GRU and Mamba\n\n"
-            f"Made by `OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py` (one CPU thread; "
-            f"{total:.0f} minutes of runs in all, listed per run below: training, then evaluation). Each cell: mean "
+            f"Made by `OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py` (one CPU thread on two "
+            f"shared cores: {total:.0f} minutes wall, {cpu:.0f} minutes of this process's CPU, listed per run "
+            f"below; training CPU counts the steps only, not validation). Each cell: mean "
             f"over training seeds ± the standard deviation across seeds (group-a4: seeds 0 and 1; the others one "
             f"seed), then in brackets the mean within-run standard error. Same data, batch size, learning rate, "
             f"schedule and steps for every family of a world. ε = 0.01, M = 30, {args.trials} trials; the "
