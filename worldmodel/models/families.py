@@ -90,9 +90,9 @@ def build_network(vocab: Vocabulary, model_cfg: dict):
             model_type=fam, vocab_size=len(vocab), embedding_size=n_embd,
             hidden_size=int(cfg.get("n_hidden", n_embd)), num_layers=int(cfg.get("n_layer", 1)),
             dropout=float(cfg.get("dropout", 0.0)), bos_token_id=vocab.bos_id, pad_token_id=vocab.pad_id))
-    from .mamba import _mamba_lm_class, mamba_config
+    from .mamba import mamba_lm_class, mamba_config
 
-    return _mamba_lm_class()(mamba_config(vocab, **cfg))
+    return mamba_lm_class()(mamba_config(vocab, **cfg))
 
 
 def context_limit(network) -> int | None:
@@ -127,9 +127,9 @@ def load_network(folder: str | Path):
     quiet_transformers()
     try:
         if _model_type(folder) == "mamba":  # the same weights, the training-friendly forward (mamba.MambaLM)
-            from .mamba import _mamba_lm_class
+            from .mamba import mamba_lm_class
 
-            return _mamba_lm_class().from_pretrained(folder, local_files_only=True)
+            return mamba_lm_class().from_pretrained(folder, local_files_only=True)
         return AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError, json.JSONDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -116,7 +116,7 @@ def mamba_forward(model, input_ids: torch.Tensor, output_hidden_states: bool = F
     return model.lm_head(h).float(), (tuple(hidden) if hidden is not None else None)
 
 
-def _mamba_lm_class():
+def mamba_lm_class():
     """:class:`MambaLM`, defined on first use (transformers is imported only then)."""
     global MambaLM
     if MambaLM is not None:
@@ -179,7 +179,7 @@ class LeanMamba:
             from transformers import MambaForCausalLM
         except ImportError:  # pragma: no cover - transformers is a dependency
             return None
-        if type(model) not in (MambaForCausalLM, _mamba_lm_class()) or getattr(model.config, "hidden_act", "silu") != "silu":
+        if type(model) not in (MambaForCausalLM, mamba_lm_class()) or getattr(model.config, "hidden_act", "silu") != "silu":
             return None
         return cls(model)
 
