@@ -8,7 +8,7 @@ For each world (a task file) and each family, one task file is derived from the
 world's own by replacing ``[model]`` with that family's configuration (about 100k
 parameters; :data:`MODELS`, counts printed in the table) and setting the world's
 steps (:data:`WORLDS`): the same data, batch size, learning rate, schedule and steps
-for every family; A4 trains two seeds (weights and batch order), the others one
+for every family; the group worlds train two seeds (weights and batch order), the others one
 (the machine this was sized for is two shared CPU cores). Each trained model is scored by next-token, compression, distinction
 (the task's ``[evaluate]``, ``--trials`` trials) and the inductive-bias probe
 (``--ib-tasks`` white-noise tasks, the whole network fine-tuned), and on the group
@@ -51,7 +51,7 @@ MODELS = {
 #: per world: training steps and batch size (every family the same), training seeds
 WORLDS = {
     "group-a4": {"steps": 1500, "batch_size": 32, "seeds": [0, 1]},
-    "group-a5": {"steps": 2000, "batch_size": 32, "seeds": [0]},
+    "group-a5": {"steps": 2000, "batch_size": 32, "seeds": [0, 1]},
     "toy-dfa": {"steps": 1200, "batch_size": 32, "seeds": [0]},
     "othello-6x6-tiny": {"steps": 400, "batch_size": 32, "seeds": [0]},
 }
@@ -205,6 +205,9 @@ def write_figure(path: Path, table: dict, records: dict) -> None:
                 continue
             ys = [sum(r["length_accuracy"][str(n)]["mean"] for r in recs) / len(recs) for n in lengths]
             ax.plot(lengths, ys, marker="o", ms=3, label=f, color=colours.get(f))
+        chance = 1.0 / load_task(w).world.group.order
+        ax.axhline(chance, color="0.5", ls="--", lw=0.8)
+        ax.text(47, chance + 0.02, "chance", ha="right", fontsize=7, color="0.4")
         ax.axvspan(12.5, 48.5, color="0.9", zorder=0)
         ax.text(30, 1.05, "length generalisation\n(never trained)", ha="center", fontsize=7)
         ax.set_ylim(0, 1.15)
@@ -280,7 +283,7 @@ def main(argv=None):
             f"Made by `OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py` (one CPU thread on two "
             f"shared cores: {total:.0f} minutes wall, {cpu:.0f} minutes of this process's CPU, listed per run "
             f"below; training CPU counts the steps only, not validation). Each cell: mean "
-            f"over training seeds ± the standard deviation across seeds (group-a4: seeds 0 and 1; the others one "
+            f"over training seeds ± the standard deviation across seeds (group worlds: seeds 0 and 1; the others one "
             f"seed), then in brackets the mean within-run standard error. Same data, batch size, learning rate, "
             f"schedule and steps for every family of a world. ε = 0.01, M = 30, {args.trials} trials; the "
             f"inductive-bias probe with {args.ib_tasks} white-noise tasks (binary labels, 100 training sequences "

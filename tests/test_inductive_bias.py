@@ -174,3 +174,15 @@ def test_probe_settings_are_declared_and_checked(tmp_path):
     (tmp_path / "t.toml").write_text(text)
     with pytest.raises(WorldModelError, match="ib_task"):
         load_task(str(tmp_path / "t.toml"))
+
+
+def test_pairs_of_identical_inputs_are_not_counted_as_respecting_the_state(toy, tmp_path):
+    """Held-out positions that repeat one prefix get one prediction from any model: left out of the pairs."""
+    task, train, test = toy
+    repeated = [list(s) for s in test[:10]] * 20            # every input occurs 20 times
+    log = TrialLog(tmp_path / "ib.jsonl", {"metric": "inductive-bias"})
+    got = inductive_bias(task.world, FakeModel(task.world, "noise"), train, repeated, settings(task, ib_tasks=3), log,
+                         progress=False)
+    assert got["inductive_bias_r"].mean < 0.5              # counted, the repeats would put it near 1
+    recs = log.trials(3)
+    assert all(r["identical_input_pairs"] > 100 and len(r["predictions"]) == 400 for r in recs)
