@@ -117,3 +117,35 @@ def test_accuracy_by_length_scores_a_model_that_only_knows_short_words():
 
     acc = accuracy_by_length(w, FirstThree(w), [1, 3, 12], n_per_length=200)
     assert acc[1].mean == 1.0 and acc[3].mean == 1.0 and acc[12].mean < 0.4
+
+
+def test_same_seed_same_data_and_pairs():
+    task = load_task("group-tiny")
+    assert task.domain.generate("default") == load_task("group-tiny").domain.generate("default")
+    pairs = [[(p.prefix1, p.prefix2) for p in (s.compression_pair(np.random.default_rng(i)),
+                                                s.distinction_pair(np.random.default_rng(i)))]
+             for s in (task.domain.sampler(), load_task("group-tiny").domain.sampler()) for i in range(5)]
+    assert pairs[:5] == pairs[5:]
+
+
+def test_bad_task_input_is_one_line(tmp_path):
+    text = load_task("group-tiny").path.read_text()
+    for bad, match in ((text.replace('group = "S3"', 'grup = "S3"'), "grup"),
+                       (text.replace('group = "S3"', 'group = "S9x"'), "S9x"),
+                       (text.replace("max_len = 6", "max_len = 0"), "min_len <= max_len")):
+        (tmp_path / "t.toml").write_text(bad)
+        with pytest.raises(WorldModelError, match=match) as exc:
+            t = load_task(str(tmp_path / "t.toml"))
+            t.domain.generate("default")
+        assert "\n" not in str(exc.value)
+
+
+def test_tiny_task_data_train_evaluate(tmp_path):
+    from worldmodel.training import train
+
+    task = load_task("group-tiny")
+    train(task, tmp_path / "ck", data_dir=tmp_path / "d", progress=False)
+    model = evaluator.build_model(task, checkpoint=tmp_path / "ck")
+    out = evaluator.evaluate(task, model, ["compression", "distinction", "next-token"], evaluator.settings_for(task),
+                             data_dir=tmp_path / "d", progress=False)
+    assert all(0.0 <= v["mean"] <= 1.0 and v["n"] > 0 for v in out["metrics"].values())
