@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py [--worlds group-a4,group-a5,toy-dfa,othello-6x6-tiny]
         [--families gpt2,lstm,gru,mamba] [--out results/architectures] [--runs runs/architectures]
-        [--trials 100] [--ib-tasks 6] [--steps-scale 1.0]
+        [--trials 100] [--ib-tasks 6] [--steps-scale 1.0] [--steps-check group-a4:gpt2:6000]
 
 For each world (a task file) and each family, one task file is derived from the
 world's own by replacing ``[model]`` with that family's configuration (about 100k
@@ -130,6 +130,38 @@ def run_one(world: str, family: str, seed: int, spec: dict, args, data_dir: Path
     return record
 
 
+def steps_check(check: str, args) -> dict:
+    """``WORLD:FAMILY:STEPS``: that family trained (seed 0, same data) for STEPS steps instead of the world's,
+    and its answer accuracy by length: is a family that fails under the study's budget undertrained?"""
+    world, family, steps = check.split(":")
+    steps = int(steps)
+    spec = {**WORLDS[world], "steps": steps}
+    runs = Path(args.runs)
+    base = derived_task(world, family, spec, runs / "tasks")
+    text = base.read_text()
+    text = re.sub(r"(?m)^name = .*$", f'name = "{world}-{family}-{steps}"', text)
+    text = re.sub(r"(?m)^eval_every = .*$", f"eval_every = {max(1, steps // 12)}", text)
+    path = runs / "tasks" / f"{world}-{family}-{steps}.toml"
+    write_if_changed(path, text)
+    task = load_task(str(path))
+    ck = runs / world / f"{family}-s0-{steps}steps" / "checkpoint"
+    data_dir = runs / world / "data"
+    if mismatch(ck, task, task.domain.datasets()[0], steps) is not None:
+        print(f"training {task.name} ({steps} steps)", flush=True)
+        train(task, ck, steps=steps, seed=0, data_dir=data_dir, progress=not args.no_progress)
+    info = json.loads((ck / "training.json").read_text())
+    log = [json.loads(line) for line in (ck / "train_log.jsonl").read_text().splitlines()]
+    from worldmodel.worlds.groups.domain import accuracy_by_length
+
+    model = build_model(task, checkpoint=ck)
+    acc = accuracy_by_length(task.world, model, LENGTHS, n_per_length=args.per_length, seed=0)
+    return {"world": world, "family": family, "seed": 0, "steps": steps, "train_minutes": info["seconds"] / 60,
+            "train_cpu_minutes": sum(r.get("cpu_seconds", 0.0) for r in log) / 60,
+            "final_val_loss": info["final_val_loss"],
+            "loss_by_step": [[r["step"], r["loss"]] for r in log if "loss" in r and "step" in r],
+            "length_accuracy": {str(n): r.to_dict() for n, r in acc.items()}}
+
+
 def true_row(world: str, args, data_dir: Path) -> dict:
     task = load_task(world)
     model = build_model(task, model="true")
@@ -231,8 +263,17 @@ def main(argv=None):
     ap.add_argument("--ib-tasks", type=int, default=6)
     ap.add_argument("--per-length", type=int, default=100, help="words per length for accuracy by length")
     ap.add_argument("--steps-scale", type=float, default=1.0, help="multiply every world's steps (a quick look)")
+    ap.add_argument("--steps-check", action="append", default=[], metavar="WORLD:FAMILY:STEPS",
+                    help="also train FAMILY on WORLD (a group world, seed 0) for STEPS steps and report its answer "
+                         "accuracy by length beside the study's (results/architectures/steps_check.json)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    if args.steps_check:
+        checks = [steps_check(c, args) for c in args.steps_check]
+        write_if_changed(Path(args.out) / "steps_check.json", json.dumps(checks, indent=1) + "\n")
+        for c in checks:
+            print(f"{c['world']} {c['family']} {c['steps']} steps: final val loss {c['final_val_loss']:.3f}; accuracy "
+                  + " ".join(f"{n}:{v['mean']:.2f}" for n, v in c["length_accuracy"].items()))
     torch.set_num_threads(1)
     worlds = [w for w in args.worlds.split(",") if w]
     families = [f for f in args.families.split(",") if f]
