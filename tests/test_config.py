@@ -109,9 +109,12 @@ def test_the_cli_stops_with_one_line_and_writes_nothing(tmp_path, capsys):
 
 
 def test_evaluate_schema_is_the_settings_dataclass():
-    from worldmodel.settings import Settings
+    from worldmodel.settings import Settings, metric_settings
 
-    assert set(EVALUATE) == {f.name for f in dataclasses.fields(Settings)} - {"extra"} | {"epsilon"}
+    # the dataclass's fields, epsilon, and the keys registered metrics add (the inductive-bias probe's ib_*)
+    assert set(EVALUATE) == {f.name for f in dataclasses.fields(Settings)} - {"extra"} | {"epsilon"} | set(
+        metric_settings())
+    assert {"ib_tasks", "ib_finetune"} <= set(metric_settings())
 
 
 def test_train_schema_is_the_train_config_dataclass():

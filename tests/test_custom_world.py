@@ -204,7 +204,11 @@ def test_an_installed_package_registers_a_world_and_a_metric_through_entry_point
     assert "two" in registry.metric_names() and "two" not in registry.metric_names(default_only=True)
     task = wm.Task.from_world(Counter(), sampler=CounterSampler, config={"evaluate": {"two_scale": 3.0}})
     settings = wm.settings_for(task)
-    assert settings.extra == {"two_scale": 3.0} and settings.to_dict()["two_scale"] == 3.0
+    from worldmodel.settings import metric_settings
+
+    # extra: the registered metrics' keys (the core's inductive-bias ones at their defaults), two_scale as set
+    assert settings.extra["two_scale"] == 3.0 and set(settings.extra) <= set(metric_settings())
+    assert settings.to_dict()["two_scale"] == 3.0
     got = wm.evaluate(task, wm.build_model(task, model="true"), ["two"], settings, progress=False)
     assert got["metrics"] == {"two": {"mean": 2.0, "stderr": 0.0, "n": 1, "n_failed": 0, "n_groups": 0, "failures": {}}}
     with pytest.raises(ValueError, match="clashes"):
