@@ -323,7 +323,8 @@ def main(argv=None):
     head = (f"# Four architectures, one budget: GPT-2, LSTM, GRU and Mamba\n\n"
             f"Made by `OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py` (one CPU thread on two "
             f"shared cores: {total:.0f} minutes wall, {cpu:.0f} minutes of this process's CPU, listed per run "
-            f"below; training CPU counts the steps only, not validation). Each cell: mean "
+            f"below; training CPU counts the steps only, not validation; an evaluation resumed from its trial logs "
+            f"counts the minutes of the run that finished it). Each cell: mean "
             f"over training seeds ± the standard deviation across seeds ("
             + "; ".join(f"{w}: seed{'s' if len(WORLDS[w]['seeds']) > 1 else ''} "
                         + " and ".join(str(x) for x in WORLDS[w]["seeds"]) for w in records)
