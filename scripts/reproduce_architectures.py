@@ -216,7 +216,9 @@ def write_figure(path: Path, table: dict, records: dict) -> None:
     keys = [("next_token", "next-token"), ("compression_precision", "compr. P"), ("distinction_precision", "dist. P"),
             ("distinction_recall", "dist. R"), ("inductive_bias_r", "R-IB"), ("inductive_bias_d", "D-IB")]
     groups = [w for w in worlds if w.startswith("group-")]
-    fig, axes = plt.subplots(1, len(worlds) + len(groups), figsize=(4.2 * (len(worlds) + len(groups)), 3.6))
+    fig, axes = plt.subplots(1, len(worlds) + len(groups), figsize=(4.2 * (len(worlds) + len(groups)), 3.6),
+                             squeeze=False)
+    axes = list(axes[0])
     colours = {"gpt2": "#4c72b0", "lstm": "#dd8452", "gru": "#55a868", "mamba": "#c44e52"}
     for ax, w in zip(axes, worlds):
         fams = [f for f in table[w] if f != "true world model"]
