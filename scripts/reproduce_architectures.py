@@ -322,8 +322,19 @@ def main(argv=None):
                 for w in records for recs in records[w].values() for r in recs)
     cpu = sum(r["train_cpu_minutes"] + r["eval_cpu_minutes"] + r.get("length_cpu_minutes", 0)
               for w in records for recs in records[w].values() for r in recs)
+    import shlex
+    import subprocess
+    import sys
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    command = " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     head = (f"# Four architectures, one budget: GPT-2, LSTM, GRU and Mamba\n\n"
-            f"Made by `OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py` (one CPU thread on two "
+            f"Made by `OMP_NUM_THREADS=1 python scripts/reproduce_architectures.py {command}` at commit {commit} "
+            f"(checkpoints and trial logs reused where they match; one CPU thread on two "
             f"shared cores: {total:.0f} minutes wall, {cpu:.0f} minutes of this process's CPU, listed per run "
             f"below; training CPU counts the steps only, not validation; an evaluation resumed from its trial logs "
             f"counts the minutes of the run that finished it). Each cell: mean "
