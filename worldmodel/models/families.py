@@ -114,9 +114,9 @@ def network_family(network) -> str:
 
 def load_network(folder: str | Path):
     """The network saved in ``folder`` (local files only): a recurrent one (``config.json`` with
-    ``model_type`` lstm or gru) or any Hugging Face causal LM. One-line error when unreadable."""
-    from safetensors import SafetensorError
-
+    ``model_type`` lstm or gru) or any Hugging Face causal LM. One-line error when unreadable
+    (:func:`~.loading.load_pretrained`: a weights file that asks to run code is refused)."""
+    from .loading import load_pretrained
     from .recurrent import RecurrentConfig, RecurrentLM
 
     folder = Path(folder)
@@ -125,15 +125,11 @@ def load_network(folder: str | Path):
     from transformers import AutoModelForCausalLM
 
     quiet_transformers()
-    try:
-        if _model_type(folder) == "mamba":  # the same weights, the training-friendly forward (mamba.MambaLM)
-            from .mamba import mamba_lm_class
+    if _model_type(folder) == "mamba":  # the same weights, the training-friendly forward (mamba.MambaLM)
+        from .mamba import mamba_lm_class
 
-            return mamba_lm_class().from_pretrained(folder, local_files_only=True)
-        return AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
-    except (OSError, ValueError, RuntimeError, KeyError, SafetensorError, json.JSONDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise WorldModelError(f"checkpoint {folder} is incomplete or corrupt: {first}") from None
+        return load_pretrained(mamba_lm_class(), folder, local_files_only=True)
+    return load_pretrained(AutoModelForCausalLM, folder, local_files_only=True)
 
 
 def _model_type(folder: Path) -> str | None:
