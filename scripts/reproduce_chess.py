@@ -49,7 +49,7 @@ KINDS = ("random", "adversarial")
 def ensure_checkpoint(task, dataset: str, seed: int, runs: Path, steps: int | None, progress: bool):
     """``<runs>/<task>/<dataset>-seed<seed>``: reused when it matches the task, steps and seed, else trained."""
     from worldmodel.checkpoints import mismatch, training_record
-    from worldmodel.train import train
+    from worldmodel.training import train
 
     folder = runs / task.name / f"{dataset}-seed{seed}"
     want = int(steps if steps is not None else task.section("train").get("steps", 1000))
