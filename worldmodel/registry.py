@@ -222,6 +222,7 @@ def formats() -> list[ImportFormat]:
 
 
 def register_format(fmt: ImportFormat) -> None:
+    """Add a checkpoint import format (``worldmodel import --format NAME``); its name must be new."""
     if import_format(fmt.name) is not None:
         raise ValueError(f"an import format called {fmt.name!r} is already registered")
     FORMATS.append(fmt)
