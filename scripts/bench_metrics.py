@@ -28,7 +28,7 @@ All engines score the same trials (the same seeds, the same prefix pairs):
   picks the inverse CDF at the trial's uniforms), so it draws the engine's samples
   and every trial's scores must be identical (the engine's correctness check, on
   any world). It is no speed baseline: on the navigation checkpoint the authors'
-  own code is faster (README, Speed).
+  own code is faster (docs/speed.md).
 * **naive** — one trial at a time, ``generate`` run to the full length with every
   step's choice forced, every suffix rescored as a full padded sequence.
 

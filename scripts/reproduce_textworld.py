@@ -329,7 +329,7 @@ def write_llm_table(path: Path, name: str, data: dict, settings, n_games: int, p
              "## Agent loop by configuration", "", agent_md, ""]
     sizes = data["games"]
     lines += ["## The games", "",
-              "Each game's automaton (within the scope described in the README: no object moved but the quest's): "
+              "Each game's automaton (within the scope described in docs/worlds/textworld.md: no object moved but the quest's): "
               "reachable fact sets (won, lost), minimal states, commands; the engine's out-of-scope commands; "
               "walkthrough length and max score; how long generating (tw-make) and enumerating took in this run "
               "(wall / CPU seconds; \"cached\" when an earlier run had already made it).", "",

@@ -1,4 +1,4 @@
-"""Hostile files, interruptions and shared folders (README "Reliability").
+"""Hostile files, interruptions and shared folders (docs/reliability.md).
 
 One section per promise, each with more cases than the issue listed:
 

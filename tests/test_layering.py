@@ -1,4 +1,4 @@
-"""The import rule (README "Layout"): core <- worlds <- commands and scripts; no upward arrow, no cycle.
+"""The import rule (docs/layout.md): core <- worlds <- commands and scripts; no upward arrow, no cycle.
 
 * core: ``worldmodel/*.py`` and core packages (``worldmodel/api/``, ``worldmodel/models/``,
   ``worldmodel/training/``, ``worldmodel/extract/``) except ``cli.py``; imports no world and no command;

@@ -1,7 +1,7 @@
 """The defences every reader and writer shares: bounded reads, strict JSON, contained paths,
 one writer per output, atomic writes and swaps, and failures that are one line.
 
-The promises (README "Reliability") and where each is kept:
+The promises (docs/reliability.md) and where each is kept:
 
 * **Every file read is bounded and validated.** :func:`read_bytes` / :func:`read_text` /
   :func:`read_json` refuse anything that is not a regular file (a folder, a device such as
