@@ -251,6 +251,11 @@ def testcontext_room():
     assert context_room(Trained(), 5, 100) == 1
     assert length_bound(Trained()) == (6, "trained") and length_bound(Capped()) == (9, "context")
     assert length_bound(CappedNoBos()) == (10, "context") and length_bound(TrueWorldModel(WORLD)) == (None, "none")
+
+    class LongerThanContext(Capped):           # trained on longer sequences than its window holds now
+        trained_len = 40
+
+    assert length_bound(LongerThanContext()) == (9, "trained")     # the context still bounds it
     with pytest.raises(WorldModelError, match=r"^a prefix of 6 tokens leaves no room inside the longest sequence it "
                                               r"was trained on \(6 tokens\): the capped model was never trained there"):
         context_room(Trained(), 6, 5)
