@@ -81,8 +81,8 @@ def evaluate_row(task, model, label: str, dataset: str, settings, runs: Path, pr
 
 def detour_row(task, model, label: str, dataset: str, runs: Path, trials: int, opening: int, plies: int, seed: int,
                progress: bool) -> list[dict]:
-    from worldmodel.detours import cached
-    from worldmodel.worlds.chess.play import openings, play_detours
+    from worldmodel.detours import cached, openings
+    from worldmodel.worlds.chess.play import play_detours
 
     meta = {"model": label, "dataset": dataset, "trials": trials, "opening_moves": opening, "plies": plies,
             "seed": seed, "ps": list(PS), "kinds": list(KINDS)}

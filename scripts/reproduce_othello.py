@@ -160,8 +160,8 @@ def cross_next_token(rows: list[Row], base_task, settings, runs: Path, datasets:
 def table4(rows: list[Row], base_task, runs: Path, trials: int, opening_moves: int, seed: int,
            ps=PS, kinds=KINDS, progress: bool = True) -> dict[str, list[dict]]:
     """Detour results per row: ``{label: [DetourResult dict, ...]}`` (reused when already run)."""
-    from worldmodel.detours import cached
-    from worldmodel.worlds.othello.play import move_stats, openings, play_detours
+    from worldmodel.detours import cached, openings
+    from worldmodel.worlds.othello.play import move_stats, play_detours
 
     out = {}
     for row in rows:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from worldmodel.cli import main
-from worldmodel.detours import run_detours
+from worldmodel.detours import openings, run_detours
 from worldmodel.dfa import REJECT, run
 from worldmodel.models import TrueWorldModel
-from worldmodel.worlds.othello.play import END, GameOverModel, GameOverWorld, openings
 from worldmodel.worlds.othello.engine import random_games
+from worldmodel.worlds.othello.play import END, GameOverModel, GameOverWorld
 from worldmodel.worlds.othello.world import OthelloWorld
 
 W6 = OthelloWorld(6)

@@ -240,6 +240,57 @@ def run_kinds(model, world, starts, kinds: Sequence[str], ps: Sequence[float], *
     return all_results, all_trials
 
 
+class FinishedModel:
+    """A model's next-token distributions with a stop column that the world fills in.
+
+    For worlds whose transcripts have no end token (whole games: Othello, chess), the
+    generic runner needs a stop token; ``world`` wraps the model's world with one, last in
+    its tokens, and says with ``finished(state)`` where a game is over. The model is never
+    asked to predict the end: at a finished prefix all mass goes on the stop token, and
+    everywhere else the model's own distribution is returned unchanged (the stop token has
+    probability 0). Offers what :func:`run_detours` reads (``tokens``, ``next_token_probs``,
+    ``missing_tokens``); states of prefixes are cached, so each call costs one world step per
+    new prefix, not one per move of it. ``what`` names the world's tokens in the error raised
+    when the model's tokens do not match them.
+    """
+
+    def __init__(self, model, world: World, what: str = "tokens"):
+        if tuple(model.tokens) != tuple(world.tokens[:-1]):
+            raise WorldModelError(f"the model's tokens do not match the {world.name} world's {what}")
+        self.model, self.world = model, world
+        self.tokens = tuple(world.tokens)
+        self.name = getattr(model, "name", "model")
+        self.missing_tokens = frozenset(getattr(model, "missing_tokens", ()))  # duck-typed players may lack it
+        self._states: dict[tuple[Token, ...], object] = {(): world.initial_state()}
+
+    def _state(self, prefix: tuple[Token, ...]):
+        s = self._states.get(prefix)
+        if s is None:
+            parent = self._state(prefix[:-1])
+            s = REJECT if parent is REJECT else self.world.step(parent, prefix[-1])
+            self._states[prefix] = s
+        return s
+
+    def next_token_probs(self, prefixes):
+        prefixes = [tuple(p) for p in prefixes]
+        done = np.array([(s := self._state(p)) is not REJECT and self.world.finished(s) for p in prefixes], dtype=bool)
+        out = np.zeros((len(prefixes), len(self.tokens)))
+        live = np.flatnonzero(~done)
+        if len(live):
+            out[live, :-1] = self.model.next_token_probs([prefixes[i] for i in live])
+        out[done, -1] = 1.0
+        return out
+
+
+def openings(sequences, n: int, moves: int, seed: int) -> list[list[Token]]:
+    """The first ``moves`` tokens of ``n`` distinct held-out games drawn (seeded) from ``sequences``."""
+    long_enough = [s for s in sequences if len(s) > moves]
+    if not long_enough:
+        raise WorldModelError(f"no held-out game has more than {moves} moves")
+    order = np.random.default_rng(seed).permutation(len(long_enough))
+    return [list(long_enough[i][:moves]) for i in order[:n]]
+
+
 def cached(path: str | Path, meta: dict, run: Callable[[], tuple[list, list, dict]]) -> dict:
     """Detour results at ``path`` when its ``meta`` matches; else ``run()``, written there, then read.
 

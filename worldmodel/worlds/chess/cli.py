@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from worldmodel import checkpoints
+from worldmodel.detours import openings
 from worldmodel.errors import WorldModelError
 
-from .play import openings, play_detours
+from .play import play_detours
 
 
 def cmd_chess_detours(args) -> int:

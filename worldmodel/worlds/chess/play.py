@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
-from worldmodel.detours import run_kinds
+from worldmodel.detours import FinishedModel, run_kinds
 from worldmodel.dfa import REJECT, World
 from worldmodel.errors import WorldModelError
 
@@ -35,7 +33,7 @@ class HorizonWorld(World):
         self.stop_tokens = frozenset({END})
         self.name = base.name
 
-    def _done(self, state) -> bool:
+    def finished(self, state) -> bool:
         return state[0].over or state[1] >= self.horizon
 
     def initial_state(self):
@@ -45,8 +43,8 @@ class HorizonWorld(World):
         if state is REJECT:
             return REJECT
         if token == END:
-            return state if self._done(state) else REJECT
-        if self._done(state):
+            return state if self.finished(state) else REJECT
+        if self.finished(state):
             return REJECT
         nxt = self.base.step(state[0], token)
         return REJECT if nxt is REJECT else (nxt, state[1] + 1)
@@ -54,50 +52,18 @@ class HorizonWorld(World):
     def valid_tokens(self, state):
         if state is REJECT:
             return []
-        return [END] if self._done(state) else self.base.valid_tokens(state[0])
+        return [END] if self.finished(state) else self.base.valid_tokens(state[0])
 
     def state_key(self, state):
         return "REJECT" if state is REJECT else f"{self.base.state_key(state[0])}@{state[1]}"
 
 
-class HorizonModel:
-    """A model's move distributions with an :data:`END` column the world fills in (what detours read)."""
+class HorizonModel(FinishedModel):
+    """A model's move distributions with an :data:`END` column the world fills in
+    (:class:`worldmodel.detours.FinishedModel` over a :class:`HorizonWorld`)."""
 
     def __init__(self, model, world: HorizonWorld):
-        if tuple(model.tokens) != tuple(world.base.tokens):
-            raise WorldModelError(f"the model's tokens do not match the {world.name} world's moves")
-        self.model, self.world = model, world
-        self.tokens = tuple(model.tokens) + (END,)
-        self.name = getattr(model, "name", "model")
-        self.missing_tokens = getattr(model, "missing_tokens", None) or frozenset()
-        self._states = {(): world.initial_state()}
-
-    def _state(self, prefix):
-        s = self._states.get(prefix)
-        if s is None:
-            parent = self._state(prefix[:-1])
-            s = REJECT if parent is REJECT else self.world.step(parent, prefix[-1])
-            self._states[prefix] = s
-        return s
-
-    def next_token_probs(self, prefixes):
-        prefixes = [tuple(p) for p in prefixes]
-        done = np.array([(s := self._state(p)) is not REJECT and self.world._done(s) for p in prefixes], dtype=bool)
-        out = np.zeros((len(prefixes), len(self.tokens)))
-        live = np.flatnonzero(~done)
-        if len(live):
-            out[live, :-1] = self.model.next_token_probs([prefixes[i] for i in live])
-        out[done, -1] = 1.0
-        return out
-
-
-def openings(sequences, n: int, moves: int, seed: int) -> list[list[str]]:
-    """The first ``moves`` moves of ``n`` distinct held-out games drawn (seeded) from ``sequences``."""
-    long_enough = [s for s in sequences if len(s) > moves]
-    if not long_enough:
-        raise WorldModelError(f"no held-out game has more than {moves} moves")
-    order = np.random.default_rng(seed).permutation(len(long_enough))
-    return [list(long_enough[i][:moves]) for i in order[:n]]
+        super().__init__(model, world, "moves")
 
 
 def play_detours(model, world: ChessWorld, starts, kinds: Sequence[str], ps: Sequence[float], plies: int,

@@ -15,15 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from worldmodel import checkpoints
+from worldmodel.detours import openings
 from worldmodel.errors import WorldModelError
 
-from .play import openings, play_detours
+from .play import play_detours
 
 
 def cmd_othello_detours(args) -> int:
+    from worldmodel.commands.common import one_model
     from worldmodel.detours import parse_kinds, parse_ps, report
     from worldmodel.evaluator import build_model
-    from worldmodel.commands.common import one_model
     from worldmodel.tasks import load_task
 
     task = load_task(args.task)

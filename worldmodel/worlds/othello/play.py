@@ -15,9 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
-from worldmodel.detours import run_kinds
+from worldmodel.detours import FinishedModel, run_kinds
 from worldmodel.dfa import REJECT, World
-from worldmodel.errors import WorldModelError
 
 from .world import OthelloWorld
 
@@ -32,6 +31,9 @@ class GameOverWorld(World):
         self.tokens = tuple(base.tokens) + (END,)
         self.stop_tokens = frozenset({END})
         self.name = base.name
+
+    def finished(self, state) -> bool:
+        return state.over
 
     def initial_state(self):
         return self.base.initial_state()
@@ -52,50 +54,12 @@ class GameOverWorld(World):
         return self.base.state_key(state)
 
 
-class GameOverModel:
-    """A model's next-move distributions with an :data:`END` column the world fills in.
-
-    Offers the two things :func:`worldmodel.detours.run_detours` uses: ``tokens`` and
-    ``next_token_probs``. Positions of prefixes are cached, so each call costs one
-    engine step per prefix, not one per move of it.
-    """
+class GameOverModel(FinishedModel):
+    """A model's next-move distributions with an :data:`END` column the world fills in
+    (:class:`worldmodel.detours.FinishedModel` over :class:`GameOverWorld`)."""
 
     def __init__(self, model, world: OthelloWorld):
-        if tuple(model.tokens) != tuple(world.tokens):
-            raise WorldModelError(f"the model's tokens do not match the {world.name} world's squares")
-        self.model = model
-        self.world = world
-        self.tokens = tuple(model.tokens) + (END,)
-        self.name = model.name
-        self.missing_tokens = frozenset(getattr(model, "missing_tokens", ()))  # duck-typed players may lack it
-        self._states: dict[tuple[str, ...], object] = {(): world.initial_state()}
-
-    def _state(self, prefix: tuple[str, ...]):
-        s = self._states.get(prefix)
-        if s is None:
-            parent = self._state(prefix[:-1])
-            s = REJECT if parent is REJECT else self.world.step(parent, prefix[-1])
-            self._states[prefix] = s
-        return s
-
-    def next_token_probs(self, prefixes):
-        prefixes = [tuple(p) for p in prefixes]
-        over = np.array([(s := self._state(p)) is not REJECT and s.over for p in prefixes], dtype=bool)
-        out = np.zeros((len(prefixes), len(self.tokens)))
-        live = np.flatnonzero(~over)
-        if len(live):
-            out[live, :-1] = self.model.next_token_probs([prefixes[i] for i in live])
-        out[over, -1] = 1.0
-        return out
-
-
-def openings(sequences, n: int, moves: int, seed: int) -> list[list[str]]:
-    """The first ``moves`` moves of ``n`` distinct games drawn (seeded) from ``sequences``."""
-    long_enough = [s for s in sequences if len(s) > moves]
-    if not long_enough:
-        raise WorldModelError(f"no held-out game has more than {moves} moves")
-    order = np.random.default_rng(seed).permutation(len(long_enough))
-    return [list(long_enough[i][:moves]) for i in order[:n]]
+        super().__init__(model, GameOverWorld(world), "squares")
 
 
 def play_detours(model, world: OthelloWorld, starts, kinds: Sequence[str], ps: Sequence[float], seed: int = 0,
