@@ -740,6 +740,30 @@ class ChatReport:
                                   + "\n" for metric, trials in self.trials.items() for t in trials), "trials")
 
 
+def probe_table(summaries: dict[str, dict], metrics: Sequence[str], extra_head: Sequence[str] = (),
+                extra: Callable[[str], list[str]] | None = None) -> str:
+    """Markdown: one row per responder of a probe in words (its :meth:`ChatReport.summary`).
+
+    Per metric two cells: the mean (standard error) with the trials scored, and the
+    unparseable answers out of all answers. ``extra_head`` names further columns and
+    ``extra(label)`` gives a row's cells for them (a world's capability measures).
+    """
+    names = {"compression_precision": "Compr. P", "distinction_precision": "Dist. P", "distinction_recall": "Dist. R"}
+    head = "| Model | " + " | ".join(f"{names.get(m, m)} | unparseable" for m in metrics) + " |"
+    head += "".join(f" {h} |" for h in extra_head)
+    lines = [head, "|---" * (1 + 2 * len(metrics) + len(extra_head)) + "|"]
+    for label, rep in summaries.items():
+        cells = []
+        for m in metrics:
+            r = rep["metrics"][m]
+            mean = "—" if not r.get("n") else f"{r['mean']:.2f} ({r['stderr']:.2f})"
+            cells += [f"{mean}, n={r['n']}", f"{r['n_unparseable']}/{r['n_answers']}"]
+        if extra_head:
+            cells += extra(label)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------
 # A tiny chat model, for tests and for proving the local path end to end
 # ---------------------------------------------------------------------------

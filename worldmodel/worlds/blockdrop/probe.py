@@ -30,6 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from ...chat import Backend, ChatReport, PromptByPromptBackend, SeededRandomBackend
+from ...chat import probe_table as words_table
 from ...dfa import REJECT, exact_boundary, is_valid
 from ...errors import TrialSkipped, WorldModelError
 from ...results import trial_seed
@@ -183,15 +184,8 @@ def probe(backend: Backend, world: BlockDropWorld, settings: ProbeSettings | Non
 
 
 def probe_table(summaries: dict[str, dict]) -> str:
-    lines = ["| Model | Compr. P | unparseable | Dist. R | unparseable |", "|---|---|---|---|---|"]
-    for label, rep in summaries.items():
-        cells = []
-        for m in PROBE_METRICS:
-            r = rep["metrics"][m]
-            mean = "—" if not r.get("n") else f"{r['mean']:.2f} ({r['stderr']:.2f})"
-            cells += [f"{mean}, n={r['n']}", f"{r['n_unparseable']}/{r['n_answers']}"]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """Markdown: one row per responder, the probe's two metrics (:func:`worldmodel.chat.probe_table`)."""
+    return words_table(summaries, PROBE_METRICS)
 
 
 def make_tiny_chat_model(folder, seed: int = 0, train_steps: int = 0, n_layer: int = 1, n_embd: int = 32,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...chat import Backend, ChatReport
+from ...chat import probe_table as words_table
 from ...dfa import REJECT, run
 from ...errors import TrialSkipped, WorldModelError
 from ...results import trial_seed
@@ -317,20 +318,11 @@ def probe_in_words(backend: Backend, world, words_sampler, settings: ProbeSettin
 
 def probe_table(summaries: dict[str, dict], capability: dict[str, float] | None = None) -> str:
     """Markdown: one row per responder; with ``capability`` (label -> win rate) the agent's win rate beside it."""
-    head = "| Model | Compr. P | unparseable | Dist. R | unparseable |"
-    sep = "|---|---|---|---|---|"
-    if capability is not None:
-        head += " Win rate (agent) |"
-        sep += "---|"
-    lines = [head, sep]
-    for label, rep in summaries.items():
-        cells = []
-        for m in PROBE_METRICS:
-            r = rep["metrics"][m]
-            mean = "—" if not r.get("n") else f"{r['mean']:.2f} ({r['stderr']:.2f})"
-            cells += [f"{mean}, n={r['n']}", f"{r['n_unparseable']}/{r['n_answers']}"]
-        if capability is not None:
-            w = capability.get(label)
-            cells.append("—" if w is None else f"{w:.2f}")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    if capability is None:
+        return words_table(summaries, PROBE_METRICS)
+
+    def win_rate(label):
+        w = capability.get(label)
+        return ["—" if w is None else f"{w:.2f}"]
+
+    return words_table(summaries, PROBE_METRICS, ["Win rate (agent)"], win_rate)

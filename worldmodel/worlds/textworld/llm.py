@@ -45,6 +45,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ...chat import Backend, ChatReport, PromptByPromptBackend, SeededRandomBackend
+from ...chat import probe_table as words_table
 from ...dfa import REJECT, exact_boundary, is_valid, run
 from ...errors import TrialSkipped, WorldModelError
 from ...results import trial_seed
@@ -437,21 +438,11 @@ def agent_table(by_configuration: dict[str, dict[str, dict]], overall: dict[str,
 
 def probe_table(summaries: dict[str, dict], capability: dict[str, dict] | None = None) -> str:
     """Markdown: one row per responder, the probe's two metrics (and, if given, the agent loop's overall row)."""
-    head = "| Model | Compr. P | unparseable | Dist. R | unparseable |"
-    sep = "|---|---|---|---|---|"
-    if capability is not None:
-        head += " Capability (win rate) | Normalised score | Steps |"
-        sep += "---|---|---|"
-    lines = [head, sep]
-    for label, rep in summaries.items():
-        cells = []
-        for m in PROBE_METRICS:
-            r = rep["metrics"][m]
-            mean = "—" if not r.get("n") else f"{r['mean']:.2f} ({r['stderr']:.2f})"
-            cells += [f"{mean}, n={r['n']}", f"{r['n_unparseable']}/{r['n_answers']}"]
-        if capability is not None:
-            o = capability.get(label)
-            cells += ([f"{o['win_rate']:.2f}", f"{o['normalized_score']:.2f}", f"{o['steps']:.1f}"] if o
-                      else ["—", "—", "—"])
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    if capability is None:
+        return words_table(summaries, PROBE_METRICS)
+
+    def overall(label):
+        o = capability.get(label)
+        return [f"{o['win_rate']:.2f}", f"{o['normalized_score']:.2f}", f"{o['steps']:.1f}"] if o else ["—", "—", "—"]
+
+    return words_table(summaries, PROBE_METRICS, ["Capability (win rate)", "Normalised score", "Steps"], overall)
