@@ -12,7 +12,7 @@ from .api.sampler import PrefixPair, StateSampler
 from .dfa import ExplicitDFA, Token
 from .errors import TrialSkipped
 
-__all__ = ["ExplicitDFASampler", "PrefixPair", "StateSampler"]
+__all__ = ["ExplicitDFASampler", "PrefixPair", "StateSampler", "game_pool_distinction_pair"]
 
 
 class ExplicitDFASampler(StateSampler):
@@ -100,3 +100,24 @@ class ExplicitDFASampler(StateSampler):
             raise TrialSkipped(f"states {q1} and {q2} share no prefix length")
         length = common[int(rng.integers(len(common)))]
         return self.make_pair(f"{q1}|{q2}", self._prefix(q1, length, rng), self._prefix(q2, length, rng))
+
+
+def game_pool_distinction_pair(sampler: StateSampler, pool, retries: int, rng: np.random.Generator) -> PrefixPair:
+    """A distinction pair from a pool of games: equal-length prefixes of two different games.
+
+    Two games of ``pool`` are drawn uniformly and a length ``l`` uniformly from 1 to one
+    less than the shorter game (so neither position is finished); both games' first ``l``
+    moves are the prefixes, drawn from the empirical distribution of games. If they reach
+    the same position it draws again, up to ``retries`` times, before skipping the trial.
+    """
+    for _ in range(retries):
+        a, b = (int(x) for x in rng.choice(len(pool), size=2, replace=False))
+        shortest = min(len(pool[a]), len(pool[b]))
+        if shortest < 2:
+            continue
+        length = int(rng.integers(1, shortest))
+        pair = sampler.make_pair("", pool[a][:length], pool[b][:length])
+        if pair.state1 != pair.state2:
+            key = f"{sampler.world.state_key(pair.state1)}|{sampler.world.state_key(pair.state2)}"
+            return PrefixPair(key, pair.prefix1, pair.prefix2, pair.state1, pair.state2)
+    raise TrialSkipped(f"{retries} draws of two equal-length game prefixes all reached the same position")

@@ -31,7 +31,7 @@ import chess
 import numpy as np
 
 from ...errors import TrialSkipped, WorldModelError
-from ...sampling import PrefixPair, StateSampler
+from ...sampling import PrefixPair, StateSampler, game_pool_distinction_pair
 from .players import RandomPlayer, play_games
 from .world import ChessState, ChessWorld
 
@@ -112,15 +112,4 @@ class ChessSampler(StateSampler):
         raise TrialSkipped(f"no transposition found in {self.retries} games ({self.tries} swaps each)")
 
     def distinction_pair(self, rng: np.random.Generator) -> PrefixPair:
-        pool = self.pool
-        for _ in range(self.retries):
-            a, b = (int(x) for x in rng.choice(len(pool), size=2, replace=False))
-            shortest = min(len(pool[a]), len(pool[b]))
-            if shortest < 2:
-                continue
-            length = int(rng.integers(1, shortest))
-            pair = self.make_pair("", pool[a][:length], pool[b][:length])
-            if pair.state1 != pair.state2:
-                key = f"{self.world.state_key(pair.state1)}|{self.world.state_key(pair.state2)}"
-                return PrefixPair(key, pair.prefix1, pair.prefix2, pair.state1, pair.state2)
-        raise TrialSkipped(f"{self.retries} draws of two equal-length game prefixes all reached the same position")
+        return game_pool_distinction_pair(self, self.pool, self.retries, rng)
