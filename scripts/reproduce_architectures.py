@@ -8,8 +8,8 @@ For each world (a task file) and each family, one task file is derived from the
 world's own by replacing ``[model]`` with that family's configuration (about 100k
 parameters; :data:`MODELS`, counts printed in the table) and setting the world's
 steps (:data:`WORLDS`): the same data, batch size, learning rate, schedule and steps
-for every family; group-a4 trains two seeds (weights and batch order), the others one
-(the machine this was sized for is two shared CPU cores). Each trained model is scored by next-token, compression, distinction
+for every family; every world trains three seeds (weights and batch order; ``--seeds N``
+for fewer or more). Each trained model is scored by next-token, compression, distinction
 (the task's ``[evaluate]``, ``--trials`` trials) and the inductive-bias probe
 (``--ib-tasks`` white-noise tasks, the whole network fine-tuned), and on the group
 worlds by the answer's accuracy at every word length 1..48 (trained on 1..12: the
@@ -50,10 +50,10 @@ MODELS = {
 }
 #: per world: training steps and batch size (every family the same), training seeds
 WORLDS = {
-    "group-a4": {"steps": 1500, "batch_size": 32, "seeds": [0, 1]},
-    "group-a5": {"steps": 2000, "batch_size": 32, "seeds": [0]},
-    "toy-dfa": {"steps": 1200, "batch_size": 32, "seeds": [0]},
-    "othello-6x6-tiny": {"steps": 400, "batch_size": 32, "seeds": [0]},
+    "group-a4": {"steps": 1500, "batch_size": 32, "seeds": [0, 1, 2]},
+    "group-a5": {"steps": 2000, "batch_size": 32, "seeds": [0, 1, 2]},
+    "toy-dfa": {"steps": 1200, "batch_size": 32, "seeds": [0, 1, 2]},
+    "othello-6x6-tiny": {"steps": 400, "batch_size": 32, "seeds": [0, 1, 2]},
 }
 LENGTHS = [1, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 40, 48]
 COLUMNS = [("next_token", "Next-token"), ("compression_precision", "Compr. P"),
@@ -268,8 +268,13 @@ def main(argv=None):
     ap.add_argument("--steps-check", action="append", default=[], metavar="WORLD:FAMILY:STEPS",
                     help="also train FAMILY on WORLD (a group world, seed 0) for STEPS steps and report its answer "
                          "accuracy by length beside the study's (results/architectures/steps_check.json)")
+    ap.add_argument("--seeds", type=int, help="training seeds 0..N-1 on every world (default: each world's, "
+                                               "three)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    if args.seeds is not None and args.seeds < 1:
+        ap.error(f"--seeds must be at least 1, got {args.seeds}")
+    seeds_of = {w: (list(range(args.seeds)) if args.seeds is not None else spec["seeds"]) for w, spec in WORLDS.items()}
     if args.steps_check:
         checks = [steps_check(c, args) for c in args.steps_check]
         write_if_changed(Path(args.out) / "steps_check.json", json.dumps(checks, indent=1) + "\n")
@@ -286,7 +291,7 @@ def main(argv=None):
     for w in worlds:
         spec = WORLDS[w]
         data_dir = Path(args.runs) / w / "data"
-        records[w] = {f: [run_one(w, f, seed, spec, args, data_dir) for seed in spec["seeds"]] for f in families}
+        records[w] = {f: [run_one(w, f, seed, spec, args, data_dir) for seed in seeds_of[w]] for f in families}
         table[w] = {f: {k: combine(recs, k) for k, _ in COLUMNS} for f, recs in records[w].items()}
         tr = true_row(w, args, data_dir)
         table[w]["true world model"] = {k: combine([tr], k) for k, _ in COLUMNS}
@@ -339,8 +344,8 @@ def main(argv=None):
             f"below; training CPU counts the steps only, not validation; an evaluation resumed from its trial logs "
             f"counts the minutes of the run that finished it). Each cell: mean "
             f"over training seeds ± the standard deviation across seeds ("
-            + "; ".join(f"{w}: seed{'s' if len(WORLDS[w]['seeds']) > 1 else ''} "
-                        + " and ".join(str(x) for x in WORLDS[w]["seeds"]) for w in records)
+            + "; ".join(f"{w}: seed{'s' if len(seeds_of[w]) > 1 else ''} "
+                        + ", ".join(str(x) for x in seeds_of[w]) for w in records)
             + f"), then in brackets the mean within-run standard error. Same data, batch size, learning rate, "
             f"schedule and steps for every family of a world. ε = 0.01, M = 30, {args.trials} trials; the "
             f"inductive-bias probe with {args.ib_tasks} white-noise tasks (binary labels, 100 training sequences "
