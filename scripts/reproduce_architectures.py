@@ -99,6 +99,8 @@ def run_one(world: str, family: str, seed: int, spec: dict, args, data_dir: Path
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     if why is not None:
         print(f"training {task.name} seed {seed} ({why})", flush=True)
+        for stale in folder.glob("eval*"):          # the old model's trial logs and summary
+            stale.unlink()
         info = train(task, ck, steps=steps, seed=seed, data_dir=data_dir, progress=not args.no_progress)
         record = {}
     info = json.loads((ck / "training.json").read_text())
