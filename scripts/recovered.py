@@ -1,6 +1,7 @@
 """A model that has recovered its world, beside one trained on narrow data (results/recovered/).
 
-    python scripts/recovered.py FAMILY [--seeds 3] [--steps N] [--trials N] [--rows broad,narrow] [--runs runs]
+    python scripts/recovered.py FAMILY [--model gpt2|lstm|gru] [--seeds 3] [--steps N] [--trials N]
+        [--rows broad,narrow] [--runs runs]
     python scripts/recovered.py --table            # results/recovered/table.md from the families' JSON
 
 FAMILY is ``toy``, ``nav-grid`` or ``othello-6x6``. Each has a recipe task
@@ -24,6 +25,12 @@ deviation across seeds (and in brackets the mean within-run standard error), eac
 numbers, whether it is certified, and the training minutes. Checkpoints and trial logs go
 to ``runs/recovered/<task>/`` (ignored by git); a rerun reuses them and resumes.
 Evaluation runs on one thread, so the numbers do not depend on the machine's thread count.
+
+``--model lstm`` (or ``gru``) trains the same recipe -- the same data, streamed the same way,
+batch size, learning rate, schedule and steps -- with a recurrent network (:data:`MODELS`) in
+place of the recipe's GPT-2, from a task derived from the recipe's (``[model]`` replaced, the
+name suffixed; written to ``runs/recovered/tasks/``) that reads the recipe task's data folder.
+Its files are ``results/recovered/<family>-<model>.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import torch
 from worldmodel.checkpoints import mismatch
 from worldmodel.evaluator import build_model, evaluate, settings_for
 from worldmodel.results import write_if_changed
-from worldmodel.tasks import load_task
+from worldmodel.tasks import dump_toml, load_task
 from worldmodel.training import train
 
 #: family -> (recipe task, [(row label, dataset, role, [train] overrides)]); role "broad" is meant to certify
@@ -53,6 +60,12 @@ FAMILIES = {
                                         ("shortest paths", "shortest-paths", "narrow", {"data": "file"})]),
     "othello-6x6": ("othello-6x6-recovered", [("synthetic games", "synthetic", "broad", {}),
                                               ("greedy player's games", "greedy", "narrow", {})]),
+}
+#: --model: the recipe's own [model] (a GPT-2), or a recurrent network in its place
+MODELS = {
+    "gpt2": None,
+    "lstm": {"family": "lstm", "n_layer": 1, "n_embd": 64, "n_hidden": 256},
+    "gru": {"family": "gru", "n_layer": 1, "n_embd": 64, "n_hidden": 256},
 }
 METRICS = [("next_token", "Next-token"), ("probe", "Probe"), ("compression_precision", "Compr. P"),
            ("distinction_precision", "Dist. P"), ("distinction_recall", "Dist. R")]
@@ -72,7 +85,7 @@ def _children_cpu() -> float:
 
 
 def checkpoint(task, dataset: str, folder: Path, seed: int, snapshots: bool, overrides: dict,
-               steps: int | None = None) -> tuple[Path, dict]:
+               steps: int | None = None, data_dir: Path | None = None) -> tuple[Path, dict]:
     """The model of ``seed`` on ``dataset``: reused when it matches, else trained (and timed).
 
     ``steps`` (default: the task's ``[train] steps``) sets the budget; a snapshot run keeps
@@ -92,7 +105,7 @@ def checkpoint(task, dataset: str, folder: Path, seed: int, snapshots: bool, ove
     print(f"training {task.name}/{dataset} seed {seed} into {folder} ({why})", flush=True)
     t0, c0 = time.time(), time.process_time() + _children_cpu()
     overrides = {**overrides, **({"snapshots": True, "save_every": max(1, want // 10)} if snapshots else {})}
-    info = train(task, folder, dataset=dataset, steps=want, seed=seed, overrides=overrides, data_dir=None,
+    info = train(task, folder, dataset=dataset, steps=want, seed=seed, overrides=overrides, data_dir=data_dir,
                  progress=sys.stderr.isatty())
     timing = {"wall_minutes": (time.time() - t0) / 60, "cpu_minutes": (time.process_time() + _children_cpu() - c0) / 60}
     info["timing"] = timing
@@ -158,10 +171,25 @@ def per_seed_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def model_task(task, model: str, runs_dir: Path):
+    """``task`` itself for the recipe's model; else a task derived from it with ``MODELS[model]`` as ``[model]``."""
+    if MODELS[model] is None:
+        return task
+    config = {**task.config, "name": f"{task.name}-{model}", "model": dict(MODELS[model])}
+    path = runs_dir / "recovered" / "tasks" / f"{config['name']}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_if_changed(path, f"# derived by scripts/recovered.py from tasks/{task.name}.toml: [model] replaced\n"
+                     + dump_toml(config) + "\n")
+    return load_task(str(path))
+
+
 def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs_dir: Path,
-               steps: int | None = None) -> None:
+               steps: int | None = None, model_name: str = "gpt2") -> None:
     task_name, rows_spec = FAMILIES[name]
-    task = load_task(task_name)
+    recipe = load_task(task_name)
+    task = model_task(recipe, model_name, runs_dir)
+    data_dir = recipe.data_dir()            # the recipe's data, whichever network trains on it
+    name = name if model_name == "gpt2" else f"{name}-{model_name}"
     runs = runs_dir / "recovered" / task.name
     settings = settings_for(task, trials=trials)
     metrics = ["next-token", "probe", "compression", "distinction"]
@@ -173,12 +201,12 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
         for seed in range(seeds):
             folder = runs / dataset / (f"seed-{seed}" if steps is None else f"steps-{steps}-seed-{seed}")
             ck, info = checkpoint(task, dataset, folder / "checkpoint", seed, (role == "broad" and seed == 0), overrides,
-                                  steps)
+                                  steps, data_dir)
             model = build_model(task, ck)
             model.source = f"{label} (seed {seed})"
             t0 = time.time()
             summary = evaluate(task, model, metrics, settings, folder / "eval" / "checkpoint.json", dataset=dataset,
-                               extras=False)
+                               data_dir=data_dir, extras=False)
             results.append({"seed": seed, "dataset": dataset, "metrics": summary["metrics"],
                             "length_bound": summary.get("length_bound"), "certified": certified(summary["metrics"]),
                             "steps": info.get("steps"), "val_loss": info.get("final_val_loss"),
@@ -197,19 +225,28 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
     true = build_model(task, None, "true")
     true.source = "true world model"
     summary = evaluate(task, true, ["next-token", "compression", "distinction"], settings,
-                       runs / "eval" / "true.json", dataset=rows_spec[0][1], extras=False)
+                       runs / "eval" / "true.json", dataset=rows_spec[0][1], data_dir=data_dir, extras=False)
     rows.append({"label": "true world model", "dataset": None, "role": "ceiling",
                  "runs": [{"metrics": summary["metrics"]}], "summary": summarise([summary["metrics"]])})
-    write(name, task, settings, seeds, rows, which, steps)
+    write(name, task, settings, seeds, rows, which, steps, model_name, recipe)
 
 
-def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str], steps: int | None = None) -> None:
-    cmd = f"python scripts/recovered.py {name}" + (f" --seeds {seeds}" if seeds != 3 else "") \
+def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str], steps: int | None = None,
+          model_name: str = "gpt2", recipe=None) -> None:
+    family = name if model_name == "gpt2" else name[: -len(model_name) - 1]
+    recipe = recipe or task
+    cmd = f"python scripts/recovered.py {family}" + (f" --model {model_name}" if model_name != "gpt2" else "") \
+        + (f" --seeds {seeds}" if seeds != 3 else "") \
         + (f" --steps {steps}" if steps is not None else "") \
         + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "") \
         + (f" --rows {','.join(which)}" if set(which) != {"broad", "narrow"} else "")
     md = (f"# {name}: a model that has recovered its world, and one that has not\n\n"
-          f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{task.name}.toml`). Each cell: mean over "
+          f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{recipe.name}.toml`"
+          + ("" if model_name == "gpt2" else
+             f", its [model] replaced by a {model_name.upper()}: "
+             + ", ".join(f"{k} = {v}" for k, v in MODELS[model_name].items() if k != "family")
+             + "; the same data, batch, learning rate, schedule and steps")
+          + f"; {rows[0]['runs'][0].get('n_params') or 0:,} parameters). Each cell: mean over "
           + (f"{seeds} training seeds (0–{seeds - 1}) ± the standard deviation across them" if seeds > 1 else
              "one training seed (0; no spread across seeds yet, shown as –)")
           + f", then in brackets the mean within-run standard error over states. Acceptance "
@@ -220,7 +257,8 @@ def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[s
           f"and recall ≥ 0.95. Training minutes are this process's wall clock and CPU time on a shared 2-core "
           f"machine, one thread.\n\n{family_table(rows)}\n\nPer seed:\n\n{per_seed_table(rows)}\n")
     changed = [p for p, content in ((RESULTS / f"{name}.md", md),
-                                    (RESULTS / f"{name}.json", json.dumps({"family": name, "task": task.name,
+                                    (RESULTS / f"{name}.json", json.dumps({"family": family, "model": model_name,
+                                                                           "task": task.name,
                                                                            "settings": settings.to_dict(),
                                                                            "rows": rows}, indent=2) + "\n"))
                if write_if_changed(p, content)]
@@ -230,19 +268,22 @@ def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[s
 
 def combined_table() -> None:
     """results/recovered/table.md: every family's broad and narrow rows, from their JSON files."""
-    lines = ["| World | Training data | " + " | ".join(h for _, h in METRICS) + " | certified (seeds) |",
-             "|---" * (len(METRICS) + 3) + "|"]
-    for name in FAMILIES:
-        path = RESULTS / f"{name}.json"
+    lines = ["| World | Model | Training data | " + " | ".join(h for _, h in METRICS) + " | certified (seeds) |",
+             "|---" * (len(METRICS) + 4) + "|"]
+    for name, model in ((n, m) for n in FAMILIES for m in MODELS):
+        path = RESULTS / (f"{name}.json" if model == "gpt2" else f"{name}-{model}.json")
         if not path.exists():
             continue
         data = json.loads(path.read_text())
+        rows = [r for r in data["rows"] if r["role"] != "ceiling"]
+        n_params = next((r["runs"][0].get("n_params") for r in rows if r["runs"]), None)
+        label = f"{model.upper() if model != 'gpt2' else 'GPT-2'}" + (f" ({n_params / 1e6:.2f}M)" if n_params else "")
         for row in data["rows"]:
             if row["role"] == "ceiling":
                 continue
             runs = row["runs"]
             cert = f"{sum(r['certified'] for r in runs)}/{len(runs)}"
-            lines.append(f"| {name} | {row['label']} | " + " | ".join(_cell(row["summary"].get(k)) for k, _ in METRICS)
+            lines.append(f"| {name} | {label} | {row['label']} | " + " | ".join(_cell(row["summary"].get(k)) for k, _ in METRICS)
                          + f" | {cert} |")
     text = "\n".join(lines)
     md = ("# A model that has recovered its world, and one that has not\n\nMade by `python scripts/recovered.py "
@@ -257,6 +298,8 @@ def combined_table() -> None:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("family", nargs="?", choices=sorted(FAMILIES))
+    ap.add_argument("--model", default="gpt2", choices=sorted(MODELS),
+                    help="the network: the recipe's GPT-2, or an LSTM / GRU trained the same way")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, help="training steps of every model (default: the recipe task's)")
     ap.add_argument("--trials", type=int, help="trials per metric (default: the recipe task's)")
@@ -277,7 +320,7 @@ def main(argv=None):
         ap.error(f"--rows takes broad, narrow or both, not {args.rows!r}")
     if args.steps is not None and args.steps < 1:
         ap.error(f"--steps must be at least 1, got {args.steps}")
-    run_family(args.family, args.seeds, args.trials, which, Path(args.runs), args.steps)
+    run_family(args.family, args.seeds, args.trials, which, Path(args.runs), args.steps, args.model)
 
 
 if __name__ == "__main__":
