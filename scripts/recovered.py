@@ -243,7 +243,7 @@ def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[s
     md = (f"# {name}: a model that has recovered its world, and one that has not\n\n"
           f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{recipe.name}.toml`"
           + ("" if model_name == "gpt2" else
-             f", its [model] replaced by a {model_name.upper()}: "
+             f", its [model] replaced by {'an' if model_name == 'lstm' else 'a'} {model_name.upper()}: "
              + ", ".join(f"{k} = {v}" for k, v in MODELS[model_name].items() if k != "family")
              + "; the same data, batch, learning rate, schedule and steps")
           + f"; {rows[0]['runs'][0].get('n_params') or 0:,} parameters). Each cell: mean over "
