@@ -183,6 +183,77 @@ def model_task(task, model: str, runs_dir: Path):
     return load_task(str(path))
 
 
+def score_one(task, label: str, dataset: str, role: str, overrides: dict, seed: int, steps: int | None,
+              runs: Path, settings, data_dir: Path) -> dict:
+    """Train (or reuse) one model of a row and score it; its record (metrics, certified, steps, minutes)."""
+    folder = runs / dataset / (f"seed-{seed}" if steps is None else f"steps-{steps}-seed-{seed}")
+    ck, info = checkpoint(task, dataset, folder / "checkpoint", seed, (role == "broad" and seed == 0), overrides,
+                          steps, data_dir)
+    model = build_model(task, ck)
+    model.source = f"{label} (seed {seed})"
+    t0 = time.time()
+    summary = evaluate(task, model, ["next-token", "probe", "compression", "distinction"], settings,
+                       folder / "eval" / "checkpoint.json", dataset=dataset, data_dir=data_dir, extras=False)
+    result = {"seed": seed, "dataset": dataset, "metrics": summary["metrics"],
+              "length_bound": summary.get("length_bound"), "certified": certified(summary["metrics"]),
+              "steps": info.get("steps"), "val_loss": info.get("final_val_loss"),
+              "n_params": info.get("n_params"), "trained_len": info.get("trained_len"),
+              "timing": info.get("timing"), "eval_minutes": (time.time() - t0) / 60}
+    print(f"  {label} seed {seed}: " + ", ".join(
+        f"{h} {summary['metrics'][k]['mean']:.3f}" for k, h in METRICS if k in summary["metrics"])
+        + (" CERTIFIED" if result["certified"] else ""), flush=True)
+    return result
+
+
+def run_scaling(name: str, budgets: list[int], trials: int | None, runs_dir: Path, model_name: str = "gpt2") -> None:
+    """The broad row's seed 0 at each training budget: how far the recipe gets as its steps double.
+
+    Writes ``results/recovered/<family>[-<model>]-scaling.md`` and ``.json``."""
+    task_name, rows_spec = FAMILIES[name]
+    recipe = load_task(task_name)
+    task = model_task(recipe, model_name, runs_dir)
+    data_dir = recipe.data_dir()
+    label, dataset, role, overrides = next(r for r in rows_spec if r[2] == "broad")
+    settings = settings_for(task, trials=trials)
+    runs = runs_dir / "recovered" / task.name
+    batch = int(task.section("train").get("batch_size", 32))
+    results = [score_one(task, label, dataset, role, overrides, 0, steps, runs, settings, data_dir) for steps in budgets]
+    out = name if model_name == "gpt2" else f"{name}-{model_name}"
+    cmd = (f"python scripts/recovered.py {name}" + (f" --model {model_name}" if model_name != "gpt2" else "")
+           + f" --scaling {','.join(map(str, budgets))}"
+           + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else ""))
+    lines = ["| training steps (sequences seen) | " + " | ".join(h for _, h in METRICS)
+             + " | certified | val loss | train minutes, wall / CPU |", "|---" * (len(METRICS) + 4) + "|"]
+    for r in results:
+        cells = [f"{r['metrics'][k]['mean']:.2f} ({r['metrics'][k]['stderr']:.2f})" if r["metrics"].get(k)
+                 and r["metrics"][k].get("mean") is not None and not math.isnan(r["metrics"][k]["mean"]) else "—"
+                 for k, _ in METRICS]
+        t = r.get("timing")
+        lines.append(f"| {r['steps']:,} ({r['steps'] * batch:,}) | " + " | ".join(cells)
+                     + f" | {'yes' if r['certified'] else 'no'} | "
+                     + (f"{r['val_loss']:.4f}" if r.get("val_loss") is not None else "—") + " | "
+                     + (f"{t['wall_minutes']:.1f} / {t['cpu_minutes']:.1f}" if t else "—") + " |")
+    table = "\n".join(lines)
+    n_params = results[0].get("n_params") or 0
+    md = (f"# {out}: how far the recipe gets as its training budget doubles\n\n"
+          f"Made by `OMP_NUM_THREADS=1 {cmd}`: the broad row ({label}) of `tasks/{recipe.name}.toml`"
+          + ("" if model_name == "gpt2" else f" with {'an' if model_name == 'lstm' else 'a'} {model_name.upper()} "
+             "in place of its GPT-2 (" + ", ".join(f"{k} = {v}" for k, v in MODELS[model_name].items() if k != "family")
+             + ")") + f", {n_params:,} parameters, training seed 0, trained for each budget from scratch (the "
+          f"learning-rate schedule spans the budget). Acceptance {settings.acceptance.spec()}, M = {settings.M}, "
+          f"k = {settings.k}, {settings.trials} trials per metric; each cell the mean (standard error over "
+          f"states); read only inside the trained lengths. *Certified*: next-token ≥ 0.99, compression precision "
+          f"≥ 0.95, distinction precision and recall ≥ 0.95. Minutes: this process on a shared 2-core machine, "
+          f"one thread.\n\n{table}\n")
+    changed = [p for p, content in ((RESULTS / f"{out}-scaling.md", md),
+                                    (RESULTS / f"{out}-scaling.json",
+                                     json.dumps({"family": name, "model": model_name, "task": task.name,
+                                                 "settings": settings.to_dict(), "runs": results}, indent=2) + "\n"))
+               if write_if_changed(p, content)]
+    print(table)
+    print(f"wrote {', '.join(map(str, changed))}" if changed else "unchanged")
+
+
 def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs_dir: Path,
                steps: int | None = None, model_name: str = "gpt2") -> None:
     task_name, rows_spec = FAMILIES[name]
@@ -192,29 +263,13 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
     name = name if model_name == "gpt2" else f"{name}-{model_name}"
     runs = runs_dir / "recovered" / task.name
     settings = settings_for(task, trials=trials)
-    metrics = ["next-token", "probe", "compression", "distinction"]
     rows = []
     for label, dataset, role, overrides in rows_spec:
         if role not in which:
             continue
         results = []
         for seed in range(seeds):
-            folder = runs / dataset / (f"seed-{seed}" if steps is None else f"steps-{steps}-seed-{seed}")
-            ck, info = checkpoint(task, dataset, folder / "checkpoint", seed, (role == "broad" and seed == 0), overrides,
-                                  steps, data_dir)
-            model = build_model(task, ck)
-            model.source = f"{label} (seed {seed})"
-            t0 = time.time()
-            summary = evaluate(task, model, metrics, settings, folder / "eval" / "checkpoint.json", dataset=dataset,
-                               data_dir=data_dir, extras=False)
-            results.append({"seed": seed, "dataset": dataset, "metrics": summary["metrics"],
-                            "length_bound": summary.get("length_bound"), "certified": certified(summary["metrics"]),
-                            "steps": info.get("steps"), "val_loss": info.get("final_val_loss"),
-                            "n_params": info.get("n_params"), "trained_len": info.get("trained_len"),
-                            "timing": info.get("timing"), "eval_minutes": (time.time() - t0) / 60})
-            print(f"  {label} seed {seed}: " + ", ".join(
-                f"{h} {summary['metrics'][k]['mean']:.3f}" for k, h in METRICS if k in summary["metrics"])
-                + (" CERTIFIED" if results[-1]["certified"] else ""), flush=True)
+            results.append(score_one(task, label, dataset, role, overrides, seed, steps, runs, settings, data_dir))
         rows.append({"label": label, "dataset": dataset, "role": role, "runs": results,
                      "summary": summarise([r["metrics"] for r in results])})
     old = RESULTS / f"{name}.json"
@@ -303,6 +358,9 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, help="training steps of every model (default: the recipe task's)")
     ap.add_argument("--trials", type=int, help="trials per metric (default: the recipe task's)")
+    ap.add_argument("--scaling", metavar="STEPS,STEPS,...",
+                    help="instead of the rows: the broad row's seed 0 trained for each of these budgets "
+                         "(results/recovered/<family>[-<model>]-scaling.md)")
     ap.add_argument("--rows", default="broad,narrow", help="which rows to run: broad, narrow or both")
     ap.add_argument("--runs", default="runs", help="folder for checkpoints and trial logs")
     ap.add_argument("--table", action="store_true", help="only write results/recovered/table.md")
@@ -320,6 +378,15 @@ def main(argv=None):
         ap.error(f"--rows takes broad, narrow or both, not {args.rows!r}")
     if args.steps is not None and args.steps < 1:
         ap.error(f"--steps must be at least 1, got {args.steps}")
+    if args.scaling:
+        try:
+            budgets = [int(x) for x in args.scaling.split(",") if x.strip()]
+        except ValueError:
+            ap.error(f"--scaling takes comma-separated step counts, not {args.scaling!r}")
+        if not budgets or min(budgets) < 1:
+            ap.error(f"--scaling takes positive step counts, not {args.scaling!r}")
+        run_scaling(args.family, budgets, args.trials, Path(args.runs), args.model)
+        return
     run_family(args.family, args.seeds, args.trials, which, Path(args.runs), args.steps, args.model)
 
 

@@ -85,3 +85,52 @@ def test_tiny_toy_run_writes_both_rows_with_its_command(tmp_path, monkeypatch):
     before = md
     rec.main(["toy", "--seeds", "1", "--steps", "4", "--trials", "12", "--runs", str(tmp_path / "runs")])
     assert (tmp_path / "results" / "toy.md").read_text() == before
+
+
+def test_a_recurrent_model_gets_a_derived_task_reading_the_recipes_data(tmp_path):
+    rec = _load_script()
+    from worldmodel.tasks import load_task
+
+    recipe = load_task("toy-dfa-recovered")
+    assert rec.model_task(recipe, "gpt2", tmp_path) is recipe
+    lstm = rec.model_task(recipe, "lstm", tmp_path)
+    assert lstm.name == "toy-dfa-recovered-lstm"
+    assert lstm.section("model") == rec.MODELS["lstm"]
+    for section in ("world", "data", "train", "evaluate"):        # everything but the network is the recipe's
+        assert lstm.section(section) == recipe.section(section), section
+    assert lstm.path.parent == tmp_path / "recovered" / "tasks"
+
+
+@pytest.mark.parametrize("argv, message", [(["toy", "--scaling", "1000,x"], "--scaling takes comma-separated"),
+                                           (["toy", "--scaling", "0"], "--scaling takes positive"),
+                                           (["toy", "--model", "rnn"], "invalid choice: 'rnn'")])
+def test_bad_model_and_scaling_flags_stop_with_one_line(argv, message, capsys):
+    rec = _load_script()
+    with pytest.raises(SystemExit) as exc:
+        rec.main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow           # about 20 s of CPU: three tiny LSTM trainings and their evaluations
+def test_tiny_lstm_rows_and_scaling_curve(tmp_path, monkeypatch):
+    rec = _load_script()
+    monkeypatch.setattr(rec, "RESULTS", tmp_path / "results")
+    runs = tmp_path / "runs"
+    rec.main(["toy", "--model", "lstm", "--seeds", "1", "--steps", "4", "--trials", "12", "--rows", "broad",
+              "--runs", str(runs)])
+    md = (tmp_path / "results" / "toy-lstm.md").read_text()
+    assert "`OMP_NUM_THREADS=1 python scripts/recovered.py toy --model lstm --seeds 1 --steps 4 --trials 12 " \
+           "--rows broad`" in md
+    assert "replaced by an LSTM: n_layer = 1, n_embd = 64, n_hidden = 256" in md
+    data = json.loads((tmp_path / "results" / "toy-lstm.json").read_text())
+    assert data["model"] == "lstm" and data["task"] == "toy-dfa-recovered-lstm"
+    (run,) = data["rows"][0]["runs"]
+    assert run["steps"] == 4 and run["length_bound"] == 24
+    # the scaling curve: seed 0 of the broad row at each budget; the 4-step model above is reused
+    rec.main(["toy", "--model", "lstm", "--scaling", "2,4", "--trials", "12", "--runs", str(runs)])
+    scaling = json.loads((tmp_path / "results" / "toy-lstm-scaling.json").read_text())
+    assert [r["steps"] for r in scaling["runs"]] == [2, 4]
+    assert scaling["runs"][1]["metrics"] == run["metrics"]
+    text = (tmp_path / "results" / "toy-lstm-scaling.md").read_text()
+    assert "--model lstm --scaling 2,4 --trials 12`" in text and "| 2 (128) |" in text
