@@ -119,6 +119,10 @@ def run_one(world: str, family: str, seed: int, spec: dict, args, data_dir: Path
         record["eval_minutes"] = (time.time() - t0) / 60
         record["eval_cpu_minutes"] = (time.process_time() - c0) / 60
     record["metrics"] = summary["metrics"]
+    # the conventions it was scored under: read only inside the trained lengths, keep-top, next-token positions
+    record["length_bound"] = summary.get("length_bound")
+    record["conventions"] = {k: summary["settings"].get(k) for k in ("keep_top", "next_token_positions",
+                                                                     "next_token_pooling")}
     if world.startswith("group-"):
         if "length_accuracy" not in record:
             from worldmodel.worlds.groups.domain import accuracy_by_length
