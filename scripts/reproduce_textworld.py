@@ -186,7 +186,7 @@ def run(args) -> int:
         metrics = ["compression", "distinction", "next-token"] + (["probe"] if kind != "true" else [])
         summary = evaluate(task, model, metrics, settings, work / f"eval-{slug}.json", ds, data_dir, progress)
         timings[f"evaluate {label}"] = time.time() - t0
-        results[label] = {"dataset": ds, "metrics": summary["metrics"]}
+        results[label] = {"dataset": ds, "metrics": summary["metrics"], "length_bound": summary.get("length_bound")}
         print(f"{label}: " + ", ".join(f"{k} {v['mean']:.3f}" for k, v in summary["metrics"].items()
                                        if isinstance(v, dict) and v.get("mean") is not None))
 
