@@ -84,6 +84,7 @@ def likelihood_rows(args, work: Path) -> dict:
         out = work / f"likelihood-{kind}.json"
         summary = evaluate(task, model, metric_names(default_only=True), settings, out, data_dir=data_dir, progress=True)
         rows[label] = {k: MetricResult(k, **v) for k, v in summary["metrics"].items()}
+        info.setdefault("length_bound", {})[label] = summary.get("length_bound")   # read only inside the trained lengths
         print(f"{label}: " + ", ".join(f"{k} {v.mean:.3f}" for k, v in rows[label].items()))
         if kind == "untrained":
             seqs = task.domain.sequences("test", data_dir=data_dir)[: settings.trials]
