@@ -166,11 +166,15 @@ def generators(header: str, work: Path, args, classifier) -> dict:
         model = build_model(task, checkpoint=source if source != "untrained" else None,
                             model="untrained" if source == "untrained" else None)
         t = time.time()
-        wm = evaluate(task, model, ["compression", "distinction", "next-token"],
-                      settings_for(task, trials=args.metric_trials), None, None, None, False)["metrics"]
+        scored = evaluate(task, model, ["compression", "distinction", "next-token"],
+                          settings_for(task, trials=args.metric_trials), None, None, None, False)
+        wm = scored["metrics"]
         timing[f"metrics {label} s"] = round(time.time() - t, 1)
         s = levels(label, ModelGenerator(model, source, seed=0), {"model": "The letter <OBJECT>."})
-        rows[label] = {"wm": wm, "levels": s}
+        # the conventions it was scored under: read only inside the trained lengths, keep-top, next-token positions
+        rows[label] = {"wm": wm, "levels": s, "length_bound": scored.get("length_bound"),
+                       "conventions": {k: scored["settings"].get(k) for k in
+                                       ("keep_top", "next_token_positions", "next_token_pooling")}}
     rows["scripted generator (known-stable programs)"] = {"wm": None, "levels": levels(
         "scripted", ScriptedGenerator(0), {"v5": VARIANTS["v5"]})}
     rows["random drops"] = {"wm": None, "levels": levels("random", RandomGenerator(0), {"v5": VARIANTS["v5"]})}
@@ -224,7 +228,9 @@ def generators(header: str, work: Path, args, classifier) -> dict:
 
     lines += [markdown(tiny_s), ""]
     (OUT / "generators.md").write_text("\n".join(lines))
-    return {"rows": {k: {"wm": v["wm"], "levels": v["levels"]} for k, v in rows.items()}, "timing": timing}
+    return {"rows": {k: {"wm": v["wm"], "levels": v["levels"],
+                         **{x: v[x] for x in ("length_bound", "conventions") if x in v}} for k, v in rows.items()},
+            "timing": timing}
 
 
 def probe_rows(header: str, work: Path, args) -> dict:
