@@ -262,7 +262,7 @@ def metrics_part(args, work: Path, out: Path) -> dict:
     settings = Settings.from_dict(cfg)
     names = ["compression", "distinction", "next-token", "probe"]
     plan = domain.detour_plan("judge", args.detour_trials, seed=0, data_dir=data_dir)
-    rows, train_info, detours, seconds = {}, {}, {}, {}
+    rows, train_info, detours, seconds, bounds = {}, {}, {}, {}, {}
     labels = {"uniform": "uniform play", "judge": "judge's play"}
     for ds in domain.datasets():
         for seed in range(args.seeds):
@@ -275,6 +275,7 @@ def metrics_part(args, work: Path, out: Path) -> dict:
             s = evaluate(task, model, names, settings, work / f"eval-{ds}-seed{seed}.json", ds, data_dir, False)
             seconds[f"evaluate {ds} seed {seed}"] = time.time() - t
             rows.setdefault(labels[ds], []).append(s["metrics"])
+            bounds.setdefault(labels[ds], []).append(s.get("length_bound"))   # read only inside the trained lengths
             t = time.time()
             res, _ = run_kinds(model, world, plan.starts, ["random"], list(PS), goal=plan.goal, allowed=plan.allowed,
                                max_len=plan.max_len, seed=0)
@@ -287,6 +288,7 @@ def metrics_part(args, work: Path, out: Path) -> dict:
                      "uniform", data_dir, False)
         seconds[f"evaluate {label}"] = time.time() - t
         rows[label] = [s["metrics"]]
+        bounds[label] = [s.get("length_bound")]
     res, _ = run_kinds(plan.reference, world, plan.starts, ["random"], list(PS), goal=plan.goal, allowed=plan.allowed,
                        max_len=plan.max_len, seed=0)
     detours["judge (reference)"] = [[r.as_dict() for r in res]]
@@ -323,7 +325,9 @@ def metrics_part(args, work: Path, out: Path) -> dict:
               "evaluations and detours of this run, which reuses finished checkpoints and trial logs): " + ", ".join(f"{k} {v / 60:.1f} min"
                                                                        for k, v in seconds.items()) + "."]
     (out / "metrics.md").write_text("\n".join(lines) + "\n")
-    (out / "metrics.json").write_text(json.dumps({"command": _command(), "rows": rows, "training": train_info,
+    conventions = {k: settings.to_dict().get(k) for k in ("keep_top", "next_token_positions", "next_token_pooling")}
+    (out / "metrics.json").write_text(json.dumps({"command": _command(), "rows": rows, "length_bound": bounds,
+                                                  "conventions": conventions, "training": train_info,
                                                   "detours": detours, "seconds": seconds}, indent=1, default=float))
     from worldmodel.plotting import metric_bars
 
