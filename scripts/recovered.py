@@ -47,7 +47,7 @@ import torch
 
 from worldmodel.checkpoints import mismatch
 from worldmodel.evaluator import build_model, evaluate, settings_for
-from worldmodel.results import write_if_changed
+from worldmodel.results import runs_cell, summarise_runs, write_if_changed
 from worldmodel.tasks import dump_toml, load_task
 from worldmodel.training import train
 
@@ -117,27 +117,11 @@ def checkpoint(task, dataset: str, folder: Path, seed: int, snapshots: bool, ove
 
 def summarise(runs: list[dict]) -> dict:
     """Mean over runs, sd across runs and mean within-run standard error of each metric."""
-    out = {}
-    for key, _ in METRICS:
-        vals = [r[key] for r in runs if r.get(key) and r[key].get("mean") is not None
-                and not math.isnan(r[key]["mean"])]
-        if not vals:
-            continue
-        means = [v["mean"] for v in vals]
-        mean = sum(means) / len(means)
-        sd = math.sqrt(sum((m - mean) ** 2 for m in means) / (len(means) - 1)) if len(means) > 1 else None
-        ses = [v["stderr"] for v in vals if v.get("stderr") is not None and not math.isnan(v["stderr"])]
-        out[key] = {"mean": mean, "sd_across_runs": sd, "mean_stderr": sum(ses) / len(ses) if ses else None,
-                    "runs": len(means), "per_run": means}
-    return out
+    return summarise_runs(runs, [k for k, _ in METRICS])
 
 
 def _cell(s: dict | None) -> str:
-    if not s:
-        return "—"
-    sd = "–" if s["sd_across_runs"] is None else f"{s['sd_across_runs']:.2f}"
-    se = "–" if s["mean_stderr"] is None else f"{s['mean_stderr']:.2f}"
-    return f"{s['mean']:.2f} ± {sd} ({se})"
+    return runs_cell(s, missing="—")
 
 
 def family_table(rows: list[dict]) -> str:

@@ -365,6 +365,37 @@ def markdown_table(rows: dict[str, dict[str, MetricResult | dict]], columns=None
     return "\n".join(lines)
 
 
+def summarise_runs(runs: list[dict], keys: Iterable[str]) -> dict[str, dict]:
+    """Per metric key: the mean over training runs, the sample sd across them and the mean within-run error.
+
+    ``runs`` are metric dicts (``{key: {"mean", "stderr", ...}}``), one per training run; a run
+    whose mean is missing or NaN is left out of that key's summary, a missing or NaN standard
+    error out of its mean. ``sd_across_runs`` is ``None`` for one run. Keys no run scored are
+    absent.
+    """
+    out = {}
+    for key in keys:
+        vals = [r[key] for r in runs if r.get(key) and r[key].get("mean") is not None and not math.isnan(r[key]["mean"])]
+        if not vals:
+            continue
+        means = [v["mean"] for v in vals]
+        mean = sum(means) / len(means)
+        sd = math.sqrt(sum((m - mean) ** 2 for m in means) / (len(means) - 1)) if len(means) > 1 else None
+        ses = [v["stderr"] for v in vals if v.get("stderr") is not None and not math.isnan(v["stderr"])]
+        out[key] = {"mean": mean, "sd_across_runs": sd, "mean_stderr": sum(ses) / len(ses) if ses else None,
+                    "runs": len(means), "per_run": means}
+    return out
+
+
+def runs_cell(summary: dict | None, missing: str = "n/a") -> str:
+    """One :func:`summarise_runs` entry as ``mean ± sd (mean stderr)``, ``–`` where one is undefined."""
+    if not summary:
+        return missing
+    sd = "–" if summary["sd_across_runs"] is None else f"{summary['sd_across_runs']:.2f}"
+    se = "–" if summary["mean_stderr"] is None else f"{summary['mean_stderr']:.2f}"
+    return f"{summary['mean']:.2f} ± {sd} ({se})"
+
+
 def check_writable(path: str | Path, what: str = "--out", folder: bool = False) -> None:
     """Stop with one line if ``path`` (a file, or a folder when ``folder``) cannot be written.
 
