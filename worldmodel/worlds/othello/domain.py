@@ -79,9 +79,9 @@ class OthelloStream(SequenceStream):
     so it never repeats the games of the data files, which read other uniforms.
     """
 
-    def __init__(self, world: OthelloWorld, seed: int):
+    def __init__(self, world: OthelloWorld, seed: int, what: str = "streamed Othello games"):
         if world.size > 8:
-            raise WorldModelError(f"streamed Othello games need a board of at most 8x8, not {world.size}x{world.size}")
+            raise WorldModelError(f"{what} need a board of at most 8x8, not {world.size}x{world.size}")
         self.size = world.size
         self.seed = int(seed)
         self.max_len = world.size * world.size - 4
@@ -101,21 +101,15 @@ GREEDY_STREAM_TAG = 0x6EED
 GREEDY_FILES_TAG = 0x6EEF
 
 
-class GreedyStream(SequenceStream):
+class GreedyStream(OthelloStream):
     """Fresh games of two greedy positional players (:func:`~.player.player_games_array`), block by block.
 
     Block ``i`` reads ``default_rng([seed, tag, i])`` uniforms, two per move.
     """
 
     def __init__(self, world: OthelloWorld, seed: int, explore: float, tag: int = GREEDY_STREAM_TAG):
-        if world.size > 8:
-            raise WorldModelError(f"greedy Othello games need a board of at most 8x8, not {world.size}x{world.size}")
-        self.size, self.seed, self.explore, self.tag = world.size, int(seed), float(explore), int(tag)
-        self.max_len = world.size * world.size - 4
-        lut = np.full(world.geometry.squares, -1, dtype=np.int16)
-        for i, t in enumerate(world.tokens):
-            lut[world.square_index(t)] = i
-        self._lut = lut
+        super().__init__(world, seed, "greedy Othello games")
+        self.explore, self.tag = float(explore), int(tag)
 
     def block(self, index: int, size: int) -> PackedSequences:
         u = np.random.default_rng([self.seed, self.tag, int(index)]).random((int(size), self.max_len, 2))
