@@ -477,6 +477,25 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+@contextlib.contextmanager
+def _replacing(path: Path, prefix: str, suffix: str):
+    """A fresh temporary file beside ``path`` (its descriptor and name) for the block to fill.
+
+    When the block ends it is made readable (0644 less the umask) and renamed over ``path``;
+    if the block fails it is removed and ``path`` keeps its old content.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
+    try:
+        yield fd, tmp
+        os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def atomic_write(path: str | Path, data: str | bytes | Iterable[str], what: str = "") -> Path:
     """Write ``data`` (text, bytes, or an iterable of text chunks) to ``path`` all or nothing.
 
@@ -485,26 +504,17 @@ def atomic_write(path: str | Path, data: str | bytes | Iterable[str], what: str 
     line naming ``path`` and the cause (a full disk, a read-only folder).
     """
     path = Path(path)
-    with writing(path, what):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                if isinstance(data, bytes):
-                    f.write(data)
-                elif isinstance(data, str):
-                    f.write(data.encode("utf-8"))
-                else:
-                    for chunk in data:
-                        f.write(chunk.encode("utf-8"))
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644 & ~_umask())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    with writing(path, what), _replacing(path, f".{path.name}.", ".tmp") as (fd, _tmp):
+        with os.fdopen(fd, "wb") as f:
+            if isinstance(data, bytes):
+                f.write(data)
+            elif isinstance(data, str):
+                f.write(data.encode("utf-8"))
+            else:
+                for chunk in data:
+                    f.write(chunk.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
     _fsync_dir(path.parent)
     return path
 
@@ -516,18 +526,9 @@ def atomic_file(path: str | Path, write, what: str = "") -> Path:
     removes the temporary file and leaves ``path`` as it was.
     """
     path = Path(path)
-    with writing(path, what):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    with writing(path, what), _replacing(path, f".{path.stem}.", path.suffix) as (fd, tmp):
         os.close(fd)
-        try:
-            write(tmp)
-            os.chmod(tmp, 0o644 & ~_umask())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write(tmp)
     return path
 
 
