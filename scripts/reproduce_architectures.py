@@ -37,7 +37,7 @@ from worldmodel.checkpoints import mismatch
 from worldmodel.evaluator import build_model, evaluate, settings_for
 from worldmodel.models.families import parameter_count
 from worldmodel.models.vocab import Vocabulary
-from worldmodel.results import write_if_changed
+from worldmodel.results import scored_under, write_if_changed
 from worldmodel.tasks import load_task
 from worldmodel.training import train
 
@@ -120,9 +120,7 @@ def run_one(world: str, family: str, seed: int, spec: dict, args, data_dir: Path
         record["eval_cpu_minutes"] = (time.process_time() - c0) / 60
     record["metrics"] = summary["metrics"]
     # the conventions it was scored under: read only inside the trained lengths, keep-top, next-token positions
-    record["length_bound"] = summary.get("length_bound")
-    record["conventions"] = {k: summary["settings"].get(k) for k in ("keep_top", "next_token_positions",
-                                                                     "next_token_pooling")}
+    record.update(scored_under(summary))
     if world.startswith("group-"):
         if "length_accuracy" not in record:
             from worldmodel.worlds.groups.domain import accuracy_by_length

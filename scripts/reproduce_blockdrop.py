@@ -139,6 +139,7 @@ def letters_model(work: Path, quick: bool):
 def generators(header: str, work: Path, args, classifier) -> dict:
     from worldmodel.chat import HFChatBackend, ResponseCache
     from worldmodel.evaluator import build_model, evaluate, settings_for
+    from worldmodel.results import scored_under
     from worldmodel.worlds.blockdrop.generate import (GenerateSettings, ModelGenerator, RandomGenerator,
                                                       ScriptedGenerator, run, summary)
     from worldmodel.worlds.blockdrop.probe import make_tiny_chat_model
@@ -172,9 +173,7 @@ def generators(header: str, work: Path, args, classifier) -> dict:
         timing[f"metrics {label} s"] = round(time.time() - t, 1)
         s = levels(label, ModelGenerator(model, source, seed=0), {"model": "The letter <OBJECT>."})
         # the conventions it was scored under: read only inside the trained lengths, keep-top, next-token positions
-        rows[label] = {"wm": wm, "levels": s, "length_bound": scored.get("length_bound"),
-                       "conventions": {k: scored["settings"].get(k) for k in
-                                       ("keep_top", "next_token_positions", "next_token_pooling")}}
+        rows[label] = {"wm": wm, "levels": s, **scored_under(scored)}
     rows["scripted generator (known-stable programs)"] = {"wm": None, "levels": levels(
         "scripted", ScriptedGenerator(0), {"v5": VARIANTS["v5"]})}
     rows["random drops"] = {"wm": None, "levels": levels("random", RandomGenerator(0), {"v5": VARIANTS["v5"]})}

@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from worldmodel.errors import WorldModelError  # noqa: E402
+from worldmodel.results import conventions_sentence  # noqa: E402
 
 METRICS = ("next_token", "probe", "compression_precision", "distinction_precision", "distinction_recall")
 LABELS = {"next_token": "Next-token", "probe": "Probe", "compression_precision": "Compr. P",
@@ -56,17 +57,18 @@ def ensure_checkpoint(task, dataset: str, seed: int, runs: Path, steps: int | No
     record = training_record(folder)
     if mismatch(folder, task, dataset, want) is None and record and record.get("seed") == seed:
         print(f"reusing {folder} ({record['steps']} steps, trained in {record['seconds']:.0f} s)")
-        return folder, record
+        return folder, record, False
     print(f"training {task.name}/{dataset} seed {seed} into {folder}")
     info = train(task, folder, dataset=dataset, steps=want, data_dir=runs / task.name / "data", seed=seed,
                  progress=progress)
     print(f"  {info['n_params']:,} parameters, {info['steps']} steps in {info['seconds']:.0f} s, "
           f"val loss {info['final_val_loss']}")
-    return folder, info
+    return folder, info, True
 
 
 def evaluate_row(task, model, label: str, dataset: str, settings, runs: Path, progress: bool) -> dict:
     from worldmodel.evaluator import evaluate
+    from worldmodel.results import scored_under
 
     data = runs / task.name / "data"
     slug = label.replace(" ", "-")
@@ -76,7 +78,8 @@ def evaluate_row(task, model, label: str, dataset: str, settings, runs: Path, pr
                    dataset=dataset, data_dir=data, progress=progress)
     metrics = {**own["metrics"], **cd["metrics"]}
     print(f"{label}: " + ", ".join(f"{k} {metrics[k]['mean']:.3f}" for k in METRICS if metrics.get(k, {}).get("n")))
-    return {"metrics": metrics, "held_out": dataset}
+    # the conventions the row was scored under (read inside its trained lengths, keep-top, next-token)
+    return {"metrics": metrics, "held_out": dataset, **scored_under(cd)}
 
 
 def detour_row(task, model, label: str, dataset: str, runs: Path, trials: int, opening: int, plies: int, seed: int,
@@ -107,18 +110,22 @@ def spread(values: list[float]) -> str:
 
 
 def write_tables(out: Path, rows: dict, groups: dict, training: dict, detours: dict, settings, command: str,
-                 args, minutes: float) -> None:
+                 args, minutes: float, trained: int) -> None:
+    trained_here = (f"trained {trained} of the {len(training)} models" if trained
+                    else "reused every model and resumed the trial logs")
     head = "| Model | held out | " + " | ".join(LABELS[m] for m in METRICS) + " |"
     rule = "|---|---|" + "---|" * len(METRICS)
     lines = ["# Chess: random-games vs engine-games models (an Othello Table 3 analogue)", "",
-             f"Made by `{command}` ({minutes:.0f} minutes wall on 2 shared cores).", "",
+             f"Made by `{command}` ({minutes:.1f} minutes wall on 2 shared cores for the invocation that wrote "
+             f"this table, which {trained_here}; each model's training minutes are below).", "",
              "Mean (standard error over states / positions) per run; then per dataset the mean ± standard "
              f"deviation over its {args.seeds} training seeds. Acceptance {settings.acceptance.spec()}, M = {settings.M}, "
              f"{settings.trials} trials per metric, continuations of at most {settings.max_sample_len} moves, true "
              "distinction boundary sampled from M random legal continuations. Compression pairs are "
              "transpositions (two orders of one random game's moves reaching the same position); distinction "
              "pairs are equal-length prefixes of two random games. Probe: linear, last layer, one of 13 labels "
-             f"(empty or a piece of either colour) per square, {settings.probe_sequences} games split 80/20.", "",
+             f"(empty or a piece of either colour) per square, {settings.probe_sequences} games split 80/20. "
+             + conventions_sentence(rows), "",
              head, rule]
     for label, r in rows.items():
         lines.append(f"| {label} | {r['held_out']} | " + " | ".join(cell(r["metrics"].get(m)) for m in METRICS) + " |")
@@ -177,6 +184,7 @@ def main(argv=None) -> int:
     runs, progress = Path(args.runs), not args.no_progress
     settings = settings_for(task, trials=args.trials)
     rows, groups, training, detours = {}, {}, {}, {}
+    trained = 0
 
     def add(label, model, dataset, detour=True):
         model.source = label
@@ -189,7 +197,8 @@ def main(argv=None) -> int:
     for dataset in ("random", "engine"):
         groups[dataset] = []
         for seed in range(args.seeds):
-            folder, info = ensure_checkpoint(task, dataset, seed, runs, args.steps, progress)
+            folder, info, fresh = ensure_checkpoint(task, dataset, seed, runs, args.steps, progress)
+            trained += fresh
             label = f"{dataset} (seed {seed})"
             training[label] = info
             groups[dataset].append(label)
@@ -200,7 +209,7 @@ def main(argv=None) -> int:
         f" {shlex.quote(a)}" for a in argv if a != "--no-progress")
     out = Path(args.results or f"results/{task.name}")
     out.mkdir(parents=True, exist_ok=True)
-    write_tables(out, rows, groups, training, detours, settings, command, args, (time.time() - t0) / 60)
+    write_tables(out, rows, groups, training, detours, settings, command, args, (time.time() - t0) / 60, trained)
     (out / "table.json").write_text(json.dumps({"command": command, "settings": settings.to_dict(), "rows": rows,
                                                 "training": training}, indent=2, default=str))
     (out / "detours.json").write_text(json.dumps({"command": command, "rows": detours}, indent=2))

@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from worldmodel.errors import WorldModelError  # noqa: E402
+from worldmodel.results import conventions_sentence  # noqa: E402
 
 PS = (0.0, 0.01, 0.1, 0.5, 0.75)
 KINDS = ("random", "adversarial")
@@ -97,6 +98,7 @@ def build(row: Row, base_task, seed: int):
 def table3(rows: list[Row], base_task, settings, runs: Path, progress: bool = True) -> dict[str, dict]:
     """Metric summaries per row: ``{label: {metric: MetricResult dict}}`` plus where each came from."""
     from worldmodel.evaluator import evaluate
+    from worldmodel.results import scored_under
 
     eval_dir = runs_dir(runs, base_task) / "eval"
     out = {}
@@ -110,7 +112,9 @@ def table3(rows: list[Row], base_task, settings, runs: Path, progress: bool = Tr
         own = evaluate(row.task, model, ["next-token", "probe"], settings,
                        eval_dir / f"{slug}.{row.dataset}.json", dataset=row.dataset,
                        data_dir=data_dir(runs, row.task), progress=progress)
-        out[row.label] = {"metrics": {**own["metrics"], **cd["metrics"]}, "held_out": row.dataset}
+        # the conventions each row was scored under (read inside its trained lengths, keep-top, next-token)
+        out[row.label] = {"metrics": {**own["metrics"], **cd["metrics"]}, "held_out": row.dataset,
+                          **scored_under(cd)}
         print(f"{row.label}: " + ", ".join(f"{k} {v['mean']:.3f}" for k, v in out[row.label]["metrics"].items()
                                            if isinstance(v, dict) and "mean" in v))
     return out
@@ -201,7 +205,7 @@ def write_table3(path: Path, results: dict, cross: dict, training: dict, setting
         f"for every row. Acceptance {settings.acceptance.spec()}, M = {settings.M}, {settings.trials} trials per "
         f"metric (standard errors over states), true distinction boundary sampled from M random valid "
         f"continuations; probe: linear, last layer, empty / mine / theirs per square, "
-        f"{settings.probe_sequences} games (80/20 split by game).",
+        f"{settings.probe_sequences} games (80/20 split by game). " + conventions_sentence(results),
         "",
         "| Model | held out | " + " | ".join(METRIC_LABELS[m] for m in TABLE3_METRICS) + " |",
         "|---|---|" + "---|" * len(TABLE3_METRICS),

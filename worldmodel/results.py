@@ -138,6 +138,18 @@ def _stable_hash(text: str) -> int:
     return h
 
 
+#: header keys added after logs were first written: a log whose header lacks one was written before it
+#: existed and is compared without it (it resumes as it did then)
+LATER_HEADER_KEYS = ("task_sections", "weights")
+
+
+def _same_settings(header: Any, settings: dict[str, Any]) -> bool:
+    if not isinstance(header, dict):
+        return False
+    want = {k: v for k, v in settings.items() if k in header or k not in LATER_HEADER_KEYS}
+    return header == json.loads(json.dumps(want, default=_json_default))
+
+
 def read_trial_log(path: Path, settings: dict[str, Any]) -> tuple[dict[int, dict], list[str], int]:
     """Read a trial log without changing it: ``(trials by index, good lines, number of lines)``.
 
@@ -157,7 +169,7 @@ def read_trial_log(path: Path, settings: dict[str, Any]) -> tuple[dict[int, dict
         raise WorldModelError(f"trial log {path} is corrupt (bad header line)") from None
     if not isinstance(header, dict) or "settings" not in header:
         raise WorldModelError(f"trial log {path} is corrupt (its first line is not a header)")
-    if header.get("settings") != settings:
+    if not _same_settings(header.get("settings"), settings):
         raise WorldModelError(
             f"trial log {path} was written with other settings; "
             "delete it or choose another --out to start a new run"
@@ -394,6 +406,49 @@ def runs_cell(summary: dict | None, missing: str = "n/a") -> str:
     sd = "–" if summary["sd_across_runs"] is None else f"{summary['sd_across_runs']:.2f}"
     se = "–" if summary["mean_stderr"] is None else f"{summary['mean_stderr']:.2f}"
     return f"{summary['mean']:.2f} ± {sd} ({se})"
+
+
+CONVENTION_KEYS = ("keep_top", "next_token_positions", "next_token_pooling")
+
+
+def scored_under(summary: dict) -> dict:
+    """The conventions an :func:`~worldmodel.evaluator.evaluate` summary was scored under, for a results record.
+
+    ``{"length_bound": ..., "conventions": {keep_top, next_token_positions, next_token_pooling}}``:
+    the longest sequence the model was read at (``None`` for the true world model) and the
+    sampling / next-token settings, so a table's JSON shows that every row follows one convention.
+    """
+    settings = summary.get("settings", {})
+    return {"length_bound": summary.get("length_bound"), "length_bound_source": summary.get("length_bound_source"),
+            "conventions": {k: settings.get(k) for k in CONVENTION_KEYS}}
+
+
+def conventions_sentence(records: dict[str, dict]) -> str:
+    """One sentence for a table's header: the length bounds its rows were read at and the sampling convention.
+
+    ``records`` maps a row label to a record carrying :func:`scored_under`'s keys; rows
+    without a bound (the true world model) are left out of the bounds.
+    """
+    def bounds(source):
+        got = {label: r["length_bound"] for label, r in records.items()
+               if r.get("length_bound") is not None and r.get("length_bound_source", "trained") == source}
+        values = sorted(set(got.values()))
+        if not values:
+            return ""
+        return (f"{values[0]} tokens" if len(values) == 1
+                else ", ".join(f"{label} {b}" for label, b in got.items()) + " tokens")
+
+    keep = {r.get("conventions", {}).get("keep_top") for r in records.values() if r.get("conventions")}
+    parts = []
+    trained, context = bounds("trained"), bounds("context")
+    if trained:
+        parts.append("each trained network is read only inside the longest sequence it was trained on "
+                     f"(prefix + continuation stop there: {trained})")
+    if context:
+        parts.append(f"a network with no training record (the untrained one) inside its context ({context})")
+    if keep == {True}:
+        parts.append("a sample keeps the most likely token where none clears the acceptance threshold")
+    return (parts[0][0].upper() + "; ".join(parts)[1:] + ".") if parts else ""
 
 
 def check_writable(path: str | Path, what: str = "--out", folder: bool = False) -> None:
