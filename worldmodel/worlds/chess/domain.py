@@ -107,6 +107,10 @@ class ChessDomain(Domain):
             raise WorldModelError(f"task {self.task.path}: [data.{dataset}] must be a table")
         return {**{k: v for k, v in data.items() if not isinstance(v, dict)}, **own}
 
+    def max_plies(self, dataset: str) -> int:
+        """The longest game of ``dataset`` (its ``max_plies``, default 120): every game is cut there."""
+        return _count(self._data_cfg(dataset), "max_plies", 120, f"task {self.task.path} [data.{dataset}]", 1)
+
     def generate(self, dataset: str) -> dict[str, list[list[str]]]:
         if dataset not in self.datasets():
             raise WorldModelError(f"task {self.task.name}: unknown chess dataset {dataset!r} "
@@ -115,7 +119,7 @@ class ChessDomain(Domain):
         cfg = self._data_cfg(dataset)
         n_train = 0 if dataset == "pgn" else 20000
         sizes = {s: _count(cfg, f"n_{s}", d, where) for s, d in (("train", n_train), ("val", 500), ("test", 500))}
-        max_plies = _count(cfg, "max_plies", 120, where, 1)
+        max_plies = self.max_plies(dataset)
         if dataset == "pgn":  # in file order: test, val, then train (n_train = 0: all the rest)
             games = self._pgn_games(cfg, where, max_plies)
             if len(games) <= sizes["val"] + sizes["test"]:
