@@ -1,6 +1,8 @@
 """Conventions shared with the paper's code: keep the top token, next-token positions and
 pooling, acceptance rules that never allow probability 0, the dataset in the run header."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from worldmodel.metrics import Settings, compression, distinction, next_token
 from worldmodel.models import HFModel, SequenceModel, TrueWorldModel, Vocabulary
 from worldmodel.results import pooled
 from worldmodel.sampling import ExplicitDFASampler
-from worldmodel.tasks import load_task
+from worldmodel.tasks import TASKS_DIR, load_task
 
 
 @pytest.mark.parametrize("rule", [Epsilon(0.01), TopK(1), TopK(3), TopP(0.5), TopP(0.9)], ids=str)
@@ -138,3 +140,59 @@ def test_dataset_is_part_of_the_resumable_header(tmp_path, capsys):
     capsys.readouterr()
     assert main(base + ["--dataset", "random-walks"]) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+def test_sampler_settings_are_part_of_the_resumable_header(tmp_path, capsys):
+    """A trial log drawn under one [sampler] is never resumed under another (the prefixes differ)."""
+    text = (Path(TASKS_DIR) / "nav-grid-tiny.toml").read_text()
+    assert "max_len = 8 " in text
+    short = tmp_path / "nav-grid-tiny.toml"
+    short.write_text(text.replace("max_len = 8 ", "max_len = 6 ", 1))
+    base = ["--model", "true", "--metrics", "compression", "--trials", "3", "--data-dir", str(tmp_path / "data"),
+            "--out", str(tmp_path / "e.json"), "--no-progress"]
+    assert main(["evaluate", "nav-grid-tiny", *base]) == 0
+    assert main(["evaluate", "nav-grid-tiny", *base]) == 0       # the same sampler: resumes
+    capsys.readouterr()
+    assert main(["evaluate", str(short), *base]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_a_log_from_before_the_later_header_keys_still_resumes(tmp_path):
+    """Logs written before the header named the sampler and the weights resume as they did then."""
+    import json
+
+    from worldmodel.results import LATER_HEADER_KEYS, TrialLog
+
+    settings = {"eps": 0.01, "task_sections": {"sampler": {"max_len": 8}}, "weights": "ab12"}
+    old = {k: v for k, v in settings.items() if k not in LATER_HEADER_KEYS}
+    path = tmp_path / "l.jsonl"
+    path.write_text(json.dumps({"settings": old}) + "\n" + json.dumps({"trial": 0, "status": "ok", "score": 1.0}) + "\n")
+    log = TrialLog(path, settings)
+    assert sorted(log.done) == [0]
+    log.close()
+    from worldmodel.errors import WorldModelError
+
+    with pytest.raises(WorldModelError, match="other settings"):   # a header that names them is held to them
+        TrialLog(path, {**settings, "eps": 0.1})
+    new = tmp_path / "n.jsonl"
+    log = TrialLog(new, settings)
+    log.append({"trial": 0, "status": "ok", "score": 1.0})
+    log.close()
+    with pytest.raises(WorldModelError, match="other settings"):
+        TrialLog(new, {**settings, "weights": "cd34"})
+
+
+def test_weights_fingerprint_tells_two_trainings_apart(tmp_path):
+    from worldmodel.checkpoints import weights_fingerprint
+
+    a, b, c = (tmp_path / x for x in "abc")
+    for folder, blob in ((a, b"\x00\x01"), (b, b"\x00\x02"), (c, b"\x00\x01")):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(blob)
+        (folder / "training.json").write_text("{}")                 # not a weight file: not hashed
+    assert weights_fingerprint(a) == weights_fingerprint(c) != weights_fingerprint(b)
+    (c / "training.json").write_text('{"steps": 2}')
+    assert weights_fingerprint(a) == weights_fingerprint(c)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert weights_fingerprint(empty) is None

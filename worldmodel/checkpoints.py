@@ -38,7 +38,35 @@ def load(folder: str | Path, world, device: str = "cpu", missing: str = "error")
 
     model = load_checkpoint(folder, world, device=device, missing=missing)
     model.trained_len = trained_len(folder)
+    model.fingerprint = weights_fingerprint(folder)
     return model
+
+
+#: file endings of the weights a checkpoint folder may hold (ours, Hugging Face's, torch's)
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
+
+
+def weights_fingerprint(folder: str | Path) -> str | None:
+    """SHA-256 (16 hex digits) over the weight files directly in ``folder``, by name; ``None`` if it has none.
+
+    Two trainings into one folder give different fingerprints even with the same label,
+    so a trial log written for the first is never resumed for the second.
+    """
+    import hashlib
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def trained_len(folder: str | Path) -> int | None:

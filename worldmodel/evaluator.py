@@ -187,6 +187,11 @@ def _evaluate(task, model, metrics, settings, out, dataset, data_dir, progress, 
     bound, bound_source = length_bound(model)
     lengths = {"length_bound": bound, "length_bound_source": bound_source}
     base_settings = {"task": task.name, "model": source, "dataset": dataset, **settings.to_dict(), **lengths}
+    # and so are what draws the prefixes (the task's [world] and [sampler]) and the weights themselves:
+    # a changed sampler or a model retrained under the same label starts afresh instead of resuming
+    base_settings["task_sections"] = {k: task.section(k) for k in ("world", "sampler")}
+    if model.fingerprint:
+        base_settings["weights"] = model.fingerprint
     missing = missing_tokens(model, world)
     if missing:
         base_settings["missing_tokens"] = missing

@@ -101,6 +101,9 @@ class SequenceModel(ABC):
     #: of a checkpoint written by ``worldmodel train``); the metrics never read it past that
     #: (:func:`worldmodel.metrics.length_bound`). ``None``: only :attr:`max_positions` bounds it.
     trained_len: int | None = None
+    #: What identifies the weights (a checkpoint's weight files' SHA-256, :func:`worldmodel.checkpoints.load`),
+    #: when known: part of every trial log's header, so a retrained model never resumes another's trials.
+    fingerprint: str | None = None
     #: How many trials the engine may join into one model call (0: one logged batch at a time).
     wave_trials: int = 0
     #: Where the model's tensors live (``"cpu"``, ``"cuda:0"``); the probe trains there.
