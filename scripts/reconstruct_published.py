@@ -49,6 +49,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-distance-miles", type=float, default=0.5)
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    from worldmodel.progress import silence
+
+    silence(args.no_progress)    # data generation's own bars too
     try:
         return run(args, argv)
     except WorldModelError as exc:

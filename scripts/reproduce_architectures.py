@@ -276,6 +276,9 @@ def main(argv=None):
                                                "three)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    from worldmodel.progress import silence
+
+    silence(args.no_progress)    # data generation's own bars too
     if args.seeds is not None and args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
     seeds_of = {w: (list(range(args.seeds)) if args.seeds is not None else spec["seeds"]) for w, spec in WORLDS.items()}

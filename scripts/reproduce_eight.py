@@ -360,6 +360,9 @@ def main(argv=None) -> int:
     ap.add_argument("--figures", default=str(REPO / "figures"))
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    from worldmodel.progress import silence
+
+    silence(args.no_progress)    # data generation's own bars too
     work, out = Path(args.runs), Path(args.results)
     work.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)

@@ -516,6 +516,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only-rows", help="re-evaluate only these Table 1 rows (comma-separated labels of rows that "
                                         "need no training: Untrained, True world model) and keep the others")
     args = ap.parse_args(argv)
+    from worldmodel.progress import silence
+
+    silence(args.no_progress)    # data generation's own bars too
     try:
         return run(args, argv)
     except WorldModelError as exc:

@@ -356,6 +356,9 @@ def main(argv=None) -> int:
     ap.add_argument("--figures", default="figures")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    from worldmodel.progress import silence
+
+    silence(args.no_progress)    # data generation's own bars too
 
     from worldmodel.evaluator import settings_for
     from worldmodel.tasks import load_task

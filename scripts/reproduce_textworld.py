@@ -133,6 +133,9 @@ def main(argv=None) -> int:
     ap.add_argument("--openai", nargs=2, action="append", metavar=("BASE_URL", "MODEL"))
     ap.add_argument("--api-key-env", default="OPENAI_API_KEY")
     args = ap.parse_args(argv)
+    from worldmodel.progress import silence
+
+    silence(args.no_progress)    # data generation's own bars too
     try:
         if not args.llm_only:
             run(args)

@@ -120,3 +120,24 @@ def test_checkpoint_mismatch_missing_and_truncated(capsys, tmp_path, trained):
 def test_bad_metric_name_and_missing_model(capsys):
     assert "bogus" in bad(capsys, "evaluate", "toy-dfa", "--model", "true", "--metrics", "compression,bogus")
     assert "give exactly one" in bad(capsys, "evaluate", "toy-dfa")
+
+
+def test_no_progress_also_silences_the_bars_data_generation_decides_on(monkeypatch, capsys):
+    """`--no-progress` reaches the bars a domain shows for a large data set (progress.wanted), and only for that command."""
+    from worldmodel import evaluator, progress
+
+    seen = []
+
+    def fake_evaluate(*args, **kwargs):
+        seen.append(progress.wanted(True))
+        return {"metrics": {}}
+
+    monkeypatch.setattr(evaluator, "evaluate", fake_evaluate)
+    base = ["evaluate", "toy-dfa", "--model", "true", "--metrics", "next-token"]
+    main(base + ["--no-progress"])
+    main(base)
+    assert seen == [False, True]
+    assert progress.wanted(True) and not progress.wanted(False)
+    monkeypatch.setenv("WORLDMODEL_NO_PROGRESS", "1")
+    assert not progress.wanted(True)
+    capsys.readouterr()

@@ -43,6 +43,7 @@ import sys
 from . import registry
 from .commands import core, simulators
 from .errors import Interrupted, WorldModelError
+from .progress import silenced
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,7 +86,7 @@ def main(argv=None) -> int:
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)
-        with _claim_out(args):
+        with _claim_out(args), silenced(bool(getattr(args, "no_progress", False))):
             return int(args.func(args) or 0)
     except Interrupted as exc:
         if debug:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import WorldModelError
+from ...progress import wanted
 from ...api import Domain
 from .letters import GLYPHS, letter_programs
 from .sampler import BlockDropSampler, random_program
@@ -110,7 +111,7 @@ class BlockDropDomain(Domain):
         sizes = {s: _whole(d, f"n_{s}", default, where, 1) for s, default in _SPLITS}
         if dataset == "letters":
             total = sum(sizes.values())
-            seqs = letter_programs(self.letters(), total, self.task.seed, progress=total > 2000)
+            seqs = letter_programs(self.letters(), total, self.task.seed, progress=wanted(total > 2000))
         else:
             lo, hi = _whole(d, "min_len", 1, where, 1), _whole(d, "max_len", 20, where, 1)
             if lo > hi:

@@ -43,6 +43,7 @@ from pathlib import Path
 import chess
 
 from ...errors import WorldModelError
+from ...progress import wanted
 from ...tasks import Domain
 from .notation import movetext_moves
 from .players import EnginePlayer, GreedyPlayer, RandomPlayer, play_games
@@ -130,7 +131,7 @@ class ChessDomain(Domain):
         player = self._player(dataset, cfg, where)
         total = sum(sizes.values())
         try:
-            games = play_games(self.world, player, total, self.task.seed, max_plies, progress=total > 2000)
+            games = play_games(self.world, player, total, self.task.seed, max_plies, progress=wanted(total > 2000))
         finally:
             if hasattr(player, "close"):
                 player.close()

@@ -45,6 +45,7 @@ import numpy as np
 
 from ...datastream import PackedSequences, SequenceStream
 from ...errors import WorldModelError
+from ...progress import wanted
 from ...api.domain import Domain
 from .engine import random_games, random_games_array
 from .player import player_games_array
@@ -195,7 +196,7 @@ class OthelloDomain(Domain):
         sizes = {s: _count(cfg, f"n_{s}", d, where) for s, d in (("train", 20000), ("val", 500), ("test", 500))}
         total = sum(sizes.values())
         names = [self.world.geometry.name(i) for i in range(self.world.geometry.squares)]
-        games = random_games(total, self.world.size, self.task.seed, progress=total > 50000)
+        games = random_games(total, self.world.size, self.task.seed, progress=wanted(total > 50000))
         seqs = [[names[s] for s in g] for g in games]
         a, b = sizes["train"], sizes["train"] + sizes["val"]
         return {"train": seqs[:a], "val": seqs[a:b], "test": seqs[b:]}
@@ -227,7 +228,7 @@ class OthelloDomain(Domain):
                 exclude_tournaments=tuple(cfg.get("exclude_tournaments", DEFAULT_EXCLUDE_TOURNAMENTS)),
                 exclude_players=tuple(cfg.get("exclude_players", DEFAULT_EXCLUDE_PLAYERS)),
                 complete_only=bool(cfg.get("complete_only", True)),
-                progress=True,
+                progress=wanted(),
             )
         except WorldModelError as exc:
             raise WorldModelError(f"championship dataset of task {self.task.name}: {exc}") from None
