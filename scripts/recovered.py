@@ -47,7 +47,7 @@ import torch
 
 from worldmodel.checkpoints import mismatch
 from worldmodel.evaluator import build_model, evaluate, settings_for
-from worldmodel.results import runs_cell, summarise_runs, write_if_changed
+from worldmodel.results import runs_cell, scored_under, summarise_runs, write_if_changed
 from worldmodel.tasks import dump_toml, load_task
 from worldmodel.training import train
 
@@ -178,11 +178,17 @@ def score_one(task, label: str, dataset: str, role: str, overrides: dict, seed: 
     t0 = time.time()
     summary = evaluate(task, model, ["next-token", "probe", "compression", "distinction"], settings,
                        folder / "eval" / "checkpoint.json", dataset=dataset, data_dir=data_dir, extras=False)
-    result = {"seed": seed, "dataset": dataset, "metrics": summary["metrics"],
-              "length_bound": summary.get("length_bound"), "certified": certified(summary["metrics"]),
+    # the minutes of the run that scored these weights, kept: a rerun that only resumes the logs takes seconds
+    timing_file = folder / "eval" / "timing.json"
+    known = json.loads(timing_file.read_text()) if timing_file.exists() else {}
+    if known.get("weights") != model.fingerprint or known.get("eval_minutes") is None:
+        known = {"weights": model.fingerprint, "eval_minutes": (time.time() - t0) / 60}
+        timing_file.write_text(json.dumps(known) + "\n")
+    result = {"seed": seed, "dataset": dataset, "metrics": summary["metrics"], **scored_under(summary),
+              "certified": certified(summary["metrics"]),
               "steps": info.get("steps"), "val_loss": info.get("final_val_loss"),
               "n_params": info.get("n_params"), "trained_len": info.get("trained_len"),
-              "timing": info.get("timing"), "eval_minutes": (time.time() - t0) / 60}
+              "timing": info.get("timing"), "eval_minutes": known["eval_minutes"]}
     print(f"  {label} seed {seed}: " + ", ".join(
         f"{h} {summary['metrics'][k]['mean']:.3f}" for k, h in METRICS if k in summary["metrics"])
         + (" CERTIFIED" if result["certified"] else ""), flush=True)

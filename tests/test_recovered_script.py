@@ -124,5 +124,7 @@ def test_tiny_lstm_rows_and_scaling_curve(tmp_path, monkeypatch):
     scaling = json.loads((tmp_path / "results" / "toy-lstm-scaling.json").read_text())
     assert [r["steps"] for r in scaling["runs"]] == [2, 4]
     assert scaling["runs"][1]["metrics"] == run["metrics"]
+    # the reused model's record keeps the minutes its first scoring took, not the seconds of the resume
+    assert scaling["runs"][1]["eval_minutes"] == run["eval_minutes"]
     text = (tmp_path / "results" / "toy-lstm-scaling.md").read_text()
     assert "--model lstm --scaling 2,4 --trials 12`" in text and "| 2 (128) |" in text
