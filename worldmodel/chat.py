@@ -740,6 +740,32 @@ class ChatReport:
                                   + "\n" for metric, trials in self.trials.items() for t in trials), "trials")
 
 
+def yes_no_pairs(parse: Callable[[str], bool | None]) -> Callable[[str, dict, list[str]], int]:
+    """A :meth:`ChatReport.ask` scorer for probes asked as pairs of yes/no questions, ``parse`` reading one answer.
+
+    A trial's responses come in pairs (the question after prefix 1, then after prefix 2); a pair
+    counts when both answers parse. Compression precision: 1 when every counted pair agrees.
+    Distinction (recall): the share of counted pairs answered *yes* then *no* (the proposed
+    continuation valid after the first prefix only). A trial with no counted pair is skipped.
+    Returns the number of answers that did not parse.
+    """
+    import numpy as np
+
+    def score(metric: str, trial: dict, responses: list[str]) -> int:
+        pairs = [(parse(responses[j]), parse(responses[j + 1])) for j in range(0, len(responses), 2)]
+        trial["answers"] = [[a, b] for a, b in pairs]
+        counted = [(a, b) for a, b in pairs if a is not None and b is not None]
+        if not counted:
+            trial.update(status="skipped", reason="all answers unparseable")
+        elif metric == "compression_precision":
+            trial["score"] = float(all(a == b for a, b in counted))
+        else:
+            trial["score"] = float(np.mean([a is True and b is False for a, b in counted]))
+        return sum((a is None) + (b is None) for a, b in pairs)
+
+    return score
+
+
 def probe_table(summaries: dict[str, dict], metrics: Sequence[str], extra_head: Sequence[str] = (),
                 extra: Callable[[str], list[str]] | None = None) -> str:
     """Markdown: one row per responder of a probe in words (its :meth:`ChatReport.summary`).

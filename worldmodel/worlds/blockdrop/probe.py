@@ -31,6 +31,7 @@ import numpy as np
 
 from ...chat import Backend, ChatReport, PromptByPromptBackend, SeededRandomBackend
 from ...chat import probe_table as words_table
+from ...chat import yes_no_pairs
 from ...dfa import REJECT, exact_boundary, is_valid
 from ...errors import TrialSkipped, WorldModelError
 from ...results import trial_seed
@@ -162,25 +163,12 @@ def plan_probe(world: BlockDropWorld, s: ProbeSettings) -> dict[str, list[dict]]
     return out
 
 
-def _score(m: str, t: dict, rs: list[str]) -> int:
-    pairs = [(parse_yes_no(rs[j]), parse_yes_no(rs[j + 1])) for j in range(0, len(rs), 2)]
-    t["answers"] = [[a, b] for a, b in pairs]
-    scored = [(a, b) for a, b in pairs if a is not None and b is not None]
-    if not scored:
-        t.update(status="skipped", reason="all answers unparseable")
-    elif m == "compression_precision":
-        t["score"] = float(all(a == b for a, b in scored))
-    else:
-        t["score"] = float(np.mean([a is True and b is False for a, b in scored]))
-    return sum((a is None) + (b is None) for a, b in pairs)
-
-
 def probe(backend: Backend, world: BlockDropWorld, settings: ProbeSettings | None = None) -> ProbeReport:
     s = settings or ProbeSettings()
     s.check()
     if world.variant != "stable" or world.letters:
         raise WorldModelError("the block-drop probe asks about the stable world without letters")
-    return ProbeReport.ask(backend, s, plan_probe(world, s), _score)
+    return ProbeReport.ask(backend, s, plan_probe(world, s), yes_no_pairs(parse_yes_no))
 
 
 def probe_table(summaries: dict[str, dict]) -> str:

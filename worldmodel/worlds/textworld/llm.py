@@ -46,6 +46,7 @@ from tqdm.auto import tqdm
 
 from ...chat import Backend, ChatReport, PromptByPromptBackend, SeededRandomBackend
 from ...chat import probe_table as words_table
+from ...chat import yes_no_pairs
 from ...dfa import REJECT, exact_boundary, is_valid, run
 from ...errors import TrialSkipped, WorldModelError
 from ...results import trial_seed
@@ -291,21 +292,7 @@ def probe_in_words(backend: Backend, world: TextWorldWorld, settings: ProbeSetti
     """The world-model probe in words against ``backend``."""
     s = settings or ProbeSettings()
     s.check()
-    return ProbeReport.ask(backend, s, plan_probe(world, s), _score_probe)
-
-
-def _score_probe(m: str, t: dict, rs: list[str]) -> int:
-    """Score one probe trial from its answer pairs (both answers must parse); the unparseable count."""
-    pairs = [(parse_yes_no(rs[j]), parse_yes_no(rs[j + 1])) for j in range(0, len(rs), 2)]
-    t["answers"] = [[a, b] for a, b in pairs]
-    scored = [(a, b) for a, b in pairs if a is not None and b is not None]
-    if not scored:
-        t.update(status="skipped", reason="all answers unparseable")
-    elif m == "compression_precision":
-        t["score"] = float(all(a == b for a, b in scored))
-    else:
-        t["score"] = float(np.mean([a is True and b is False for a, b in scored]))
-    return sum((a is None) + (b is None) for a, b in pairs)
+    return ProbeReport.ask(backend, s, plan_probe(world, s), yes_no_pairs(parse_yes_no))
 
 
 # ---------------------------------------------------------------------------
