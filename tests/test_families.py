@@ -16,6 +16,8 @@ from worldmodel.models import HFModel, SequenceModel, Vocabulary
 from worldmodel.models.families import build_network, load_network, network_family, parameter_count
 from worldmodel.models.recurrent import RecurrentState
 
+from scorehelp import worst_scoring_gap
+
 CFGS = {
     "lstm": dict(family="lstm", n_layer=2, n_embd=16, n_hidden=24),
     "gru": dict(family="gru", n_layer=2, n_embd=16),
@@ -75,18 +77,7 @@ def test_recurrent_state_logits_match_a_full_forward_pass(model):
 @pytest.mark.parametrize("trie_max_len", [16, 0], ids=["trie", "padded"])
 def test_engine_scoring_matches_naive_scoring(world, model, trie_max_len, monkeypatch):
     monkeypatch.setattr(model, "trie_max_len", trie_max_len)
-    rng = np.random.default_rng(0)
-    toks = world.tokens
-    prefixes = [tuple(rng.choice(toks, size=n)) for n in (0, 1, 5, 12, 3)]
-    suffixes = [[tuple(rng.choice(toks, size=int(rng.integers(1, 9)))) for _ in range(int(rng.integers(1, 6)))]
-                for _ in prefixes]
-    worst = 0.0
-    for p, group, res in zip(prefixes, suffixes, model.score(prefixes, suffixes, Epsilon(0.2))):
-        for s, sc in zip(group, res):
-            probs = torch.softmax(full_logits(model, torch.tensor([model.vocab.encode(list(p) + list(s))]))[0].double(), -1)
-            ref = np.array([float(probs[len(p) + j, model.vocab.stoi[t]]) for j, t in enumerate(s)])
-            worst = max(worst, float(np.abs(ref - sc.probs).max()))
-    assert worst < 1e-5
+    assert worst_scoring_gap(model, world) < 1e-5
 
 
 def test_lock_step_sampling_equals_sample_then_score(world, model):

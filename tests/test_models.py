@@ -10,6 +10,8 @@ from worldmodel.dfa import ExplicitDFA, is_valid, random_dfa
 from worldmodel.errors import WorldModelError
 from worldmodel.models import HFModel, TrueWorldModel, Vocabulary
 
+from scorehelp import worst_scoring_gap
+
 
 @pytest.fixture(scope="module")
 def world():
@@ -21,30 +23,10 @@ def model(world):
     return HFModel.untrained(Vocabulary(world.tokens), dict(n_layer=2, n_embd=32, n_head=2, n_positions=64), seed=1)
 
 
-def naive_probs(model, prefix, suffix):
-    """Full-sequence forward pass, one sequence at a time: the reference."""
-    ids = torch.tensor([model.vocab.encode(list(prefix) + list(suffix))])
-    with torch.no_grad():
-        p = torch.softmax(model.model(ids).logits[0].double(), -1)
-    return np.array([float(p[len(prefix) + j, model.vocab.stoi[t]]) for j, t in enumerate(suffix)])
-
-
 @pytest.mark.parametrize("trie_max_len", [16, 0], ids=["trie", "padded"])
 def test_kv_cache_scoring_matches_naive(world, model, trie_max_len, monkeypatch):
     monkeypatch.setattr(model, "trie_max_len", trie_max_len)
-    rng = np.random.default_rng(0)
-    toks = world.tokens
-    prefixes = [tuple(rng.choice(toks, size=n)) for n in (0, 1, 5, 12, 3)]
-    suffixes = [[tuple(rng.choice(toks, size=int(rng.integers(1, 9)))) for _ in range(int(rng.integers(1, 6)))]
-                for _ in prefixes]
-    scored = model.score(prefixes, suffixes, Epsilon(0.2))
-    worst = 0.0
-    for p, group, res in zip(prefixes, suffixes, scored):
-        for s, sc in zip(group, res):
-            ref = naive_probs(model, p, s)
-            worst = max(worst, float(np.abs(ref - sc.probs).max()))
-            assert sc.accepted.tolist() == (ref > 0.2).tolist() or np.abs(ref - 0.2).min() < 1e-5
-    assert worst < 1e-5
+    assert worst_scoring_gap(model, world) < 1e-5
 
 
 def test_prefix_probs_and_next_token_probs_agree(world, model):
