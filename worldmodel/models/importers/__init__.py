@@ -60,7 +60,7 @@ from ...dfa import World
 from ...errors import WorldModelError
 from ..vocab import Vocabulary
 from ... import registry
-from .common import (Imported, ImportOptions, _provenance, check_missing, match_world, sha256,  # noqa: F401
+from .common import (Imported, ImportOptions, _provenance, check_missing, match_with_bos, match_world, sha256,  # noqa: F401
                      with_missing)
 from .gpt2 import build_gpt2, nanogpt_to_gpt2
 from .pieces import PieceVocabulary
@@ -237,12 +237,7 @@ def import_nanogpt(source: Path, world: World, tokenizer: Path | None = None, bo
 
 def _nanogpt_whole(model, stoi, source, tokenizer, world, where, bos, missing) -> Imported:
     """Every (present) world token is one stoi entry: a plain vocabulary."""
-    bos_id = None
-    if bos is not None:
-        if bos not in stoi:
-            raise WorldModelError(f"{tokenizer}: the BOS token {bos!r} is not in stoi")
-        bos_id = stoi[bos]
-    ids, notes = match_world(stoi, world, where, ignore=(bos,) if bos else (), missing=missing)
+    ids, notes, bos_id = match_with_bos(stoi, world, where, bos, tokenizer, missing)
     vocab = Vocabulary.from_ids(ids, model.config.vocab_size, bos_id=bos_id, world_name=world.name,
                                 names={} if bos_id is None else {bos_id: bos})
     return with_missing(Imported(model, vocab, _provenance("nanogpt", source, tokenizer, {"bos": bos}), notes),

@@ -74,6 +74,23 @@ def check_missing(missing: list[str], world: World, where: str, policy: str = "e
             f"{missing[:20]}{' …' if len(missing) > 20 else ''}"]
 
 
+def match_with_bos(model_ids: dict[str, int], world: World, where: str, bos: str | None, vocab_file,
+                   missing: str = "error") -> tuple[dict[str, int], list[str], int | None]:
+    """:func:`match_world` for a model whose vocabulary may hold a BOS entry named ``bos``.
+
+    Returns ``(ids, notes, bos_id)``: the BOS entry, when named, must be in ``model_ids``
+    (else an error naming ``vocab_file``) and is no world token; ``bos_id`` is ``None``
+    without one (the model then reads the first token as context).
+    """
+    bos_id = None
+    if bos is not None:
+        if bos not in model_ids:
+            raise WorldModelError(f"{vocab_file}: the BOS token {bos!r} is not in the vocabulary")
+        bos_id = model_ids[bos]
+    ids, notes = match_world(model_ids, world, where, ignore=(bos,) if bos else (), missing=missing)
+    return ids, notes, bos_id
+
+
 def match_world(model_ids: dict[str, int], world: World, where: str, ignore=(),
                 missing: str = "error") -> tuple[dict[str, int], list[str]]:
     """The world's tokens -> model ids; an error naming the world tokens the model lacks.

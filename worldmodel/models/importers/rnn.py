@@ -38,7 +38,7 @@ from ...dfa import World
 from ...errors import WorldModelError
 from ..recurrent import RNN_TYPES, RecurrentConfig, RecurrentLM
 from ..vocab import Vocabulary
-from .common import Imported, _provenance, match_world, with_missing
+from .common import Imported, _provenance, match_with_bos, with_missing
 from .safe_pickle import load_plain, load_torch
 
 #: (embedding, recurrence, head) prefixes of each layout
@@ -127,12 +127,7 @@ def import_torch_rnn(source: Path, world: World, tokenizer: Path | None = None, 
             raise WorldModelError(f"{where}: the configuration disagrees with the weights: {', '.join(bad)}")
     words, file_bos = _read_vocab(tokenizer, where)
     bos = bos or file_bos
-    bos_id = None
-    if bos is not None:
-        if bos not in words:
-            raise WorldModelError(f"{tokenizer}: the BOS token {bos!r} is not in the vocabulary")
-        bos_id = words[bos]
-    ids, notes = match_world(words, world, where, ignore=(bos,) if bos else (), missing=missing)
+    ids, notes, bos_id = match_with_bos(words, world, where, bos, tokenizer, missing)
     head_w = sd[f"{head}.weight"]
     if tuple(head_w.shape) != (V, H):
         raise WorldModelError(f"{where}: the head maps {tuple(head_w.shape)}, expected ({V}, {H}): "
