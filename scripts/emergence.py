@@ -72,9 +72,9 @@ def figure(path: Path, records: list[dict], title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, path, dpi=130)
 
 
 def main(argv=None):

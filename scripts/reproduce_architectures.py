@@ -253,9 +253,9 @@ def write_figure(path: Path, table: dict, records: dict) -> None:
         ax.set_ylabel("answer accuracy")
         ax.set_title(f"{w}: accuracy by length", fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv=None):

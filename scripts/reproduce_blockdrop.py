@@ -292,8 +292,9 @@ def figures(work: Path, gen: dict) -> None:
     fig.suptitle("Settled levels after 10 s of Box2D (first trial with a level), as the evaluator renders them",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(FIG / "blockdrop-levels.png", dpi=110)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, FIG / "blockdrop-levels.png", dpi=110)
 
     rows = gen["rows"]
     labels = list(rows)
@@ -318,8 +319,9 @@ def figures(work: Path, gen: dict) -> None:
     ax.set_title("Block-drop generators of I, L, U (similarity from the proxy classifier, not vit-base-letter)",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(FIG / "blockdrop-metrics.png", dpi=110)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, FIG / "blockdrop-metrics.png", dpi=110)
 
 
 def main(argv=None) -> int:

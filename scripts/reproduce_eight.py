@@ -196,8 +196,9 @@ def plot_suite(path: Path, runs: dict) -> None:
     axes[0].legend(fontsize=8)
     fig.suptitle("\"8\" (eight-suite, the project's simulator): the benchmark's baselines")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, path, dpi=120)
 
 
 def probe_part(args, work: Path, out: Path) -> dict:

@@ -301,8 +301,9 @@ def plot_detours(path: Path, task_name: str, detours: dict, ps) -> None:
     ax.set_title(f"{task_name}: detours")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, path, dpi=130)
 
 
 # ---------------------------------------------------------------------------

@@ -330,8 +330,9 @@ def plot_detours(path: Path, detours: dict, ps=PS) -> None:
     fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="center right", frameon=False)
     fig.suptitle("Othello detours (solid: random, dashed: adversarial)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.8, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, path, dpi=120)
 
 
 def main(argv=None) -> int:

@@ -155,9 +155,9 @@ def plot(chat: dict, like: dict, path: Path) -> None:
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("score (mean ± s.e.)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, path, dpi=120)
 
 
 def main(argv=None) -> int:

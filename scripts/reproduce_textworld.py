@@ -412,8 +412,9 @@ def plot_detours(path: Path, detours: dict, name: str) -> None:
     axes[1].legend(fontsize=8)
     fig.suptitle(f"{name}: detours")
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    from worldmodel.plotting import save_figure
+
+    save_figure(fig, path, dpi=130)
 
 
 if __name__ == "__main__":

@@ -184,3 +184,29 @@ def test_bounded_reads(tmp_path):
     with pytest.raises(WorldModelError, match="not a JSON object"):
         safety.read_json_object(tmp_path / "o.json")
     assert safety.read_json(tmp_path / "o.json") == [1]
+
+
+def test_save_figure_replaces_a_figure_whole_and_closes_it(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from worldmodel.plotting import save_figure
+
+    path = tmp_path / "deep" / "fig.png"
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    assert save_figure(fig, path, dpi=50) == path
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not plt.fignum_exists(fig.number)
+    before = path.read_bytes()
+    fig, _ = plt.subplots()
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(fig, "savefig", broken)
+    with pytest.raises(WorldModelError, match="cannot write figure .*disk full"):   # one line naming the file
+        save_figure(fig, path)
+    assert path.read_bytes() == before and sorted(p.name for p in path.parent.iterdir()) == ["fig.png"]
+    assert not plt.fignum_exists(fig.number)

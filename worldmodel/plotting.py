@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 
 def metric_bars(path: str | Path, rows: Mapping[str, Mapping[str, dict]], metrics: Sequence[str],
@@ -40,9 +40,24 @@ def metric_bars(path: str | Path, rows: Mapping[str, Mapping[str, dict]], metric
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(models), frameon=False)
     fig.tight_layout()
+    save_figure(fig, path, dpi=dpi)
+
+
+def save_figure(fig, path: str | Path, dpi: int = 120, **savefig: Any) -> Path:
+    """Write ``fig`` to ``path`` and close it; the folder is made, the file replaced whole.
+
+    The figure goes to a temporary file beside ``path`` renamed over it
+    (:func:`worldmodel.safety.atomic_file`), so a run killed mid-write leaves the old
+    figure, never half of one. ``savefig`` passes on (``bbox_inches``, …).
+    """
+    import matplotlib.pyplot as plt
+
     from .safety import atomic_file
 
+    path = Path(path)
     try:
-        atomic_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi), "figure")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi, **savefig), "figure")
     finally:
         plt.close(fig)
+    return path

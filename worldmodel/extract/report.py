@@ -236,8 +236,9 @@ def automaton_png(dfa: ExplicitDFA, d: Diff, words: _Words, title: str, path: Pa
     ax.set_title(title + ("\n(self-loops not drawn; see automaton.dot)" if loops else ""), fontsize=10)
     ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=110 if n <= 60 else 72, bbox_inches="tight")
-    plt.close(fig)
+    from ..plotting import save_figure
+
+    save_figure(fig, path, dpi=110 if n <= 60 else 72, bbox_inches="tight")
 
 
 def _word_list(w) -> list[str]:

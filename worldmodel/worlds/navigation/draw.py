@@ -107,13 +107,9 @@ def draw_reconstruction(reconstruction_or_edges, street_map, path: str | Path, c
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    from worldmodel.safety import atomic_file
+    from worldmodel.plotting import save_figure
 
-    try:
-        atomic_file(path, lambda tmp: fig.savefig(tmp, dpi=dpi), "figure")
-    finally:
-        plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=dpi)
 
 
 def inline_leaflet(html: str) -> str:
