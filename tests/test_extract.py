@@ -120,6 +120,30 @@ def test_query_budget_and_state_bound_are_respected():
         assert not ex.complete and "more than" in ex.stopped and ex.dfa.n_states <= bound
 
 
+def test_a_model_is_never_queried_past_the_longest_sequence_it_was_trained_on(tiny_model_cfg):
+    """The acceptor's bound is the metrics' (trained length when recorded, else context): L* stops there."""
+    world = random_dfa(6, 3, 2, reject_prob=0.2)
+    model = HFModel.untrained(Vocabulary(world.tokens, world.name), dict(tiny_model_cfg, n_layer=1, n_positions=64),
+                              seed=0)
+    assert ModelAcceptor(model, Epsilon()).max_word_len == 63                 # context less the BOS position
+    model.trained_len = 5
+    acc = ModelAcceptor(model, Epsilon(0.3))
+    assert acc.max_word_len == 5
+    ex = lstar(acc, Conformance(WMethodTester(1), RandomWalkTester(50, 12, 0)))
+    if not ex.complete:                                    # a short bound stops a learner that needs longer words
+        assert "trained on (5 tokens)" in ex.stopped or "more than" in ex.stopped or "budget" in ex.stopped
+    words = [w for w in _queried(acc.root)]
+    assert words and max(map(len, words)) < 5           # a mask after 4 tokens reads the 5th position
+
+
+def _queried(node, word=()):
+    """Every word the acceptor's prefix tree holds a model answer for."""
+    if getattr(node, "mask", None) is not None:
+        yield word
+    for t, child in getattr(node, "children", {}).items():
+        yield from _queried(child, word + (t,))
+
+
 def test_the_prefix_tree_answers_repeated_and_extended_queries_without_the_model():
     world = random_dfa(5, 3, 3, reject_prob=0.2)
     acc = ModelAcceptor(TrueWorldModel(world), Epsilon())

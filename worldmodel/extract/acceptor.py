@@ -75,10 +75,11 @@ class ModelAcceptor:
 
     ``accepted(words)`` answers membership queries in a batch; ``first_difference``
     runs conformance tests against a hypothesis. ``max_queries`` bounds membership
-    queries plus test words; ``max_word_len`` (default: the model's context less
-    the BOS position, when it has one) bounds the length of a query. Exceeding
-    either raises :class:`ExtractionStopped`. ``batch_size`` sequences go to the
-    model per call.
+    queries plus test words; ``max_word_len`` bounds the length of a query (default:
+    :func:`worldmodel.metrics.length_bound`, the longest sequence the model was trained
+    on when its checkpoint records it, else its context: a model is never queried where
+    it was not trained). Exceeding either raises :class:`ExtractionStopped`.
+    ``batch_size`` sequences go to the model per call.
     """
 
     def __init__(self, model, acceptance: AcceptanceRule, max_queries: int | None = None,
@@ -88,10 +89,11 @@ class ModelAcceptor:
         self.tokens: tuple[Token, ...] = tuple(model.tokens)
         self.index = {t: i for i, t in enumerate(self.tokens)}
         self.max_queries = max_queries
-        if max_word_len is None:
-            ctx = model.max_positions
-            max_word_len = int(ctx) - 1 if ctx else None
-        self.max_word_len = max_word_len
+        from ..metrics import length_bound
+
+        bound, source = length_bound(model)
+        self.bound_source = source if max_word_len is None else "given"
+        self.max_word_len = bound if max_word_len is None else max_word_len
         self.batch_size = int(batch_size)
         self.stats = QueryStats()
         self.root = _Node()
@@ -167,8 +169,9 @@ class ModelAcceptor:
         if self.max_word_len is not None and words:
             longest = max(len(w) for w in words)
             if longest > self.max_word_len:
-                raise ExtractionStopped(
-                    f"a query of {longest} tokens would exceed the model's context ({self.max_word_len} tokens)")
+                what = {"trained": "the longest sequence the model was trained on",
+                        "context": "the model's context"}.get(self.bound_source, "the longest query allowed")
+                raise ExtractionStopped(f"a query of {longest} tokens would exceed {what} ({self.max_word_len} tokens)")
 
     # -- membership ----------------------------------------------------------------
     def accepted(self, words: Sequence[Sequence[Token]]) -> list[bool]:

@@ -68,6 +68,16 @@ def _verdict(v: bool) -> str:
     return "allows" if v else "refuses"
 
 
+def _word_bound(settings: dict) -> str:
+    """``, queries of at most N tokens (…)``: where the model may be read (metrics.length_bound)."""
+    n = settings.get("max_word_len")
+    if n is None:
+        return ""
+    why = {"trained": "the longest sequence the model was trained on", "context": "the model's context"}.get(
+        settings.get("max_word_len_source"), "as given")
+    return f", queries of at most {n} tokens ({why})"
+
+
 def report_markdown(title: str, command: str, settings: dict, ex: Extraction, d: Diff, agree: dict,
                     words: _Words, witnesses: int = 5) -> str:
     s = ex.stats
@@ -75,7 +85,8 @@ def report_markdown(title: str, command: str, settings: dict, ex: Extraction, d:
              f"Acceptance rule `{settings['acceptance']}`: a word is in the model's language when the rule allows "
              "every one of its tokens in turn. L* (Rivest–Schapire counterexamples), equivalence by the W-method "
              f"(depth {settings['depth']}) then {settings['walks']} random walks of up to {settings['walk_len']} "
-             f"tokens per round; bounds: {settings['max_states']} states, {settings['max_queries']:,} queries.", "",
+             f"tokens per round; bounds: {settings['max_states']} states, {settings['max_queries']:,} queries"
+             + _word_bound(settings) + ".", "",
              "## Learning", ""]
     if ex.complete:
         lines.append(f"- **{d.n_learned} learned states**, complete: no test found a counterexample "
@@ -307,6 +318,7 @@ def run_extraction(task, model, model_name: str, acceptance: AcceptanceRule, out
         total = time.perf_counter() - t0
     finally:
         bar.close()
+    settings["max_word_len"], settings["max_word_len_source"] = acceptor.max_word_len, acceptor.bound_source
     title = f"Automaton extracted from {model_name} on {task.name}"
     words = _Words(world, labels, true)
     doc = automaton_json(title, command, settings, ex, d, agree, true, labels)
