@@ -1,7 +1,7 @@
 """A model that has recovered its world, beside one trained on narrow data (results/recovered/).
 
     python scripts/recovered.py FAMILY [--model gpt2|lstm|gru] [--seeds 3] [--steps N] [--trials N]
-        [--rows broad,narrow] [--runs runs]
+        [--rows broad,narrow] [--tag TAG] [--runs runs]
     python scripts/recovered.py --table            # results/recovered/table.md from the families' JSON
 
 FAMILY is ``toy``, ``nav-grid`` or ``othello-6x6``. Each has a recipe task
@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import resource
 import sys
 import time
@@ -245,12 +246,13 @@ def run_scaling(name: str, budgets: list[int], trials: int | None, runs_dir: Pat
 
 
 def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs_dir: Path,
-               steps: int | None = None, model_name: str = "gpt2") -> None:
+               steps: int | None = None, model_name: str = "gpt2", tag: str | None = None) -> None:
     task_name, rows_spec = FAMILIES[name]
     recipe = load_task(task_name)
     task = model_task(recipe, model_name, runs_dir)
     data_dir = recipe.data_dir()            # the recipe's data, whichever network trains on it
-    name = name if model_name == "gpt2" else f"{name}-{model_name}"
+    family = name
+    name = out_name(name, model_name, tag)
     runs = runs_dir / "recovered" / task.name
     settings = settings_for(task, trials=trials)
     rows = []
@@ -273,27 +275,39 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
                        runs / "eval" / "true.json", dataset=rows_spec[0][1], data_dir=data_dir, extras=False)
     rows.append({"label": "true world model", "dataset": None, "role": "ceiling",
                  "runs": [{"metrics": summary["metrics"]}], "summary": summarise([summary["metrics"]])})
-    write(name, task, settings, seeds, rows, which, steps, model_name, recipe)
+    write(name, task, settings, seeds, rows, which, steps, model_name, recipe, family=family, tag=tag)
+
+
+def out_name(family: str, model_name: str = "gpt2", tag: str | None = None) -> str:
+    """``<family>[-<model>][-<tag>]``: the stem of a family's results files."""
+    return family + ("" if model_name == "gpt2" else f"-{model_name}") + (f"-{tag}" if tag else "")
 
 
 def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str], steps: int | None = None,
-          model_name: str = "gpt2", recipe=None) -> None:
-    family = name if model_name == "gpt2" else name[: -len(model_name) - 1]
+          model_name: str = "gpt2", recipe=None, family: str | None = None, tag: str | None = None) -> None:
+    family = family or (name if model_name == "gpt2" else name[: -len(model_name) - 1])
     recipe = recipe or task
     cmd = f"python scripts/recovered.py {family}" + (f" --model {model_name}" if model_name != "gpt2" else "") \
         + (f" --seeds {seeds}" if seeds != 3 else "") \
         + (f" --steps {steps}" if steps is not None else "") \
         + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "") \
-        + (f" --rows {','.join(which)}" if set(which) != {"broad", "narrow"} else "")
+        + (f" --rows {','.join(which)}" if set(which) != {"broad", "narrow"} else "") \
+        + (f" --tag {tag}" if tag else "")
+    counts = {len(r["runs"]) for r in rows if r["role"] != "ceiling"}
+    if len(counts) > 1:
+        over = ("each row's training seeds (how many: its certified column; rows run with other --seeds "
+                "are kept from earlier runs) ± the standard deviation across them")
+    elif seeds > 1:
+        over = f"{seeds} training seeds (0–{seeds - 1}) ± the standard deviation across them"
+    else:
+        over = "one training seed (0; no spread across seeds yet, shown as –)"
     md = (f"# {name}: a model that has recovered its world, and one that has not\n\n"
           f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{recipe.name}.toml`"
           + ("" if model_name == "gpt2" else
              f", its [model] replaced by {'an' if model_name == 'lstm' else 'a'} {model_name.upper()}: "
              + ", ".join(f"{k} = {v}" for k, v in MODELS[model_name].items() if k != "family")
              + "; the same data, batch, learning rate, schedule and steps")
-          + f"; {rows[0]['runs'][0].get('n_params') or 0:,} parameters). Each cell: mean over "
-          + (f"{seeds} training seeds (0–{seeds - 1}) ± the standard deviation across them" if seeds > 1 else
-             "one training seed (0; no spread across seeds yet, shown as –)")
+          + f"; {rows[0]['runs'][0].get('n_params') or 0:,} parameters). Each cell: mean over " + over
           + f", then in brackets the mean within-run standard error over states. Acceptance "
           f"{settings.acceptance.spec()}, M = {settings.M}, "
           f"k = {settings.k}, {settings.trials} trials per metric; next-token on each model's own held-out data; "
@@ -316,20 +330,9 @@ def combined_table() -> None:
     lines = ["| World | Model | Training data | " + " | ".join(h for _, h in METRICS) + " | certified (seeds) |",
              "|---" * (len(METRICS) + 4) + "|"]
     for name, model in ((n, m) for n in FAMILIES for m in MODELS):
-        path = RESULTS / (f"{name}.json" if model == "gpt2" else f"{name}-{model}.json")
-        if not path.exists():
-            continue
-        data = json.loads(path.read_text())
-        rows = [r for r in data["rows"] if r["role"] != "ceiling"]
-        n_params = next((r["runs"][0].get("n_params") for r in rows if r["runs"]), None)
-        label = f"{model.upper() if model != 'gpt2' else 'GPT-2'}" + (f" ({n_params / 1e6:.2f}M)" if n_params else "")
-        for row in data["rows"]:
-            if row["role"] == "ceiling":
-                continue
-            runs = row["runs"]
-            cert = f"{sum(r['certified'] for r in runs)}/{len(runs)}"
-            lines.append(f"| {name} | {label} | {row['label']} | " + " | ".join(_cell(row["summary"].get(k)) for k, _ in METRICS)
-                         + f" | {cert} |")
+        base = out_name(name, model)              # then its tagged files (another step budget, say)
+        for path in [RESULTS / f"{base}.json"] + sorted(RESULTS.glob(f"{base}-*.json")):
+            combined_rows(lines, name, model, path)
     text = "\n".join(lines)
     md = ("# A model that has recovered its world, and one that has not\n\nMade by `python scripts/recovered.py "
           "--table` from the families' files beside it (each made by `OMP_NUM_THREADS=1 python scripts/recovered.py "
@@ -338,6 +341,27 @@ def combined_table() -> None:
           "standard error); ε = 0.01, M = 30, 300 trials per metric.\n\n" + text + "\n")
     write_if_changed(RESULTS / "table.md", md)
     print(text)
+
+
+def combined_rows(lines: list[str], name: str, model: str, path: Path) -> None:
+    """The broad and narrow rows of one family's results file, appended to ``lines``.
+
+    Nothing for a missing file or one that is not this family's and network's rows (a scaling
+    curve, emergence data, another network's file: ``toy-lstm.json`` beside ``toy.json``)."""
+    data = json.loads(path.read_text()) if path.exists() else {}
+    if data.get("family") == name and (data.get("model") or "gpt2") == model and "rows" in data:
+        rows = [r for r in data["rows"] if r["role"] != "ceiling"]
+        n_params = next((r["runs"][0].get("n_params") for r in rows if r["runs"]), None)
+        steps = next((r["runs"][0].get("steps") for r in rows if r["runs"]), None)
+        label = (f"{model.upper() if model != 'gpt2' else 'GPT-2'}" + (f" ({n_params / 1e6:.2f}M)" if n_params else "")
+                 + (f", {steps:,} steps" if steps else ""))
+        for row in data["rows"]:
+            if row["role"] == "ceiling":
+                continue
+            runs = row["runs"]
+            cert = f"{sum(r['certified'] for r in runs)}/{len(runs)}"
+            lines.append(f"| {name} | {label} | {row['label']} | " + " | ".join(_cell(row["summary"].get(k)) for k, _ in METRICS)
+                         + f" | {cert} |")
 
 
 def main(argv=None):
@@ -354,6 +378,8 @@ def main(argv=None):
     ap.add_argument("--rows", default="broad,narrow", help="which rows to run: broad, narrow or both")
     ap.add_argument("--runs", default="runs", help="folder for checkpoints and trial logs")
     ap.add_argument("--table", action="store_true", help="only write results/recovered/table.md")
+    ap.add_argument("--tag", help="suffix of the results files (<family>[-<model>]-<tag>.md), e.g. a step budget "
+                                  "beside the family's main file")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     if args.table:
@@ -377,7 +403,9 @@ def main(argv=None):
             ap.error(f"--scaling takes positive step counts, not {args.scaling!r}")
         run_scaling(args.family, budgets, args.trials, Path(args.runs), args.model)
         return
-    run_family(args.family, args.seeds, args.trials, which, Path(args.runs), args.steps, args.model)
+    if args.tag is not None and not re.fullmatch(r"[a-z0-9][a-z0-9.]*", args.tag):
+        ap.error(f"--tag takes lower-case letters, digits and dots, not {args.tag!r}")
+    run_family(args.family, args.seeds, args.trials, which, Path(args.runs), args.steps, args.model, args.tag)
 
 
 if __name__ == "__main__":

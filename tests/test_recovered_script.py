@@ -54,7 +54,8 @@ def test_summary_is_mean_sample_sd_and_mean_stderr():
                                            ([], "give a FAMILY or --table"),
                                            (["toy", "--scaling", "1000,x"], "--scaling takes comma-separated"),
                                            (["toy", "--scaling", "0"], "--scaling takes positive"),
-                                           (["toy", "--model", "rnn"], "invalid choice: 'rnn'")])
+                                           (["toy", "--model", "rnn"], "invalid choice: 'rnn'"),
+                                           (["toy", "--tag", "../x"], "--tag takes lower-case letters")])
 def test_bad_flags_stop_with_one_line(argv, message, capsys):
     rec = _load_script()
     with pytest.raises(SystemExit) as exc:
@@ -88,6 +89,17 @@ def test_tiny_toy_run_writes_both_rows_with_its_command(tmp_path, monkeypatch):
     before = md
     rec.main(["toy", "--seeds", "1", "--steps", "4", "--trials", "12", "--runs", str(tmp_path / "runs")])
     assert (tmp_path / "results" / "toy.md").read_text() == before
+    # another budget beside it under a tag, its own files; the combined table shows both with their steps
+    rec.main(["toy", "--seeds", "1", "--steps", "6", "--trials", "12", "--rows", "broad", "--tag", "6",
+              "--runs", str(tmp_path / "runs")])
+    assert (tmp_path / "results" / "toy.md").read_text() == before
+    tagged = (tmp_path / "results" / "toy-6.md").read_text()
+    assert "--steps 6 --trials 12 --rows broad --tag 6`" in tagged
+    rec.main(["--table"])
+    table = (tmp_path / "results" / "table.md").read_text()
+    assert "| toy | GPT-2 (0.80M), 4 steps | uniform walks |" in table
+    assert "| toy | GPT-2 (0.80M), 6 steps | uniform walks |" in table
+    assert "6 steps | skewed walks" not in table
 
 
 def test_a_recurrent_model_gets_a_derived_task_reading_the_recipes_data(tmp_path):
