@@ -263,7 +263,8 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
         for seed in range(seeds):
             results.append(score_one(task, label, dataset, role, overrides, seed, steps, runs, settings, data_dir))
         rows.append({"label": label, "dataset": dataset, "role": role, "runs": results,
-                     "summary": summarise([r["metrics"] for r in results])})
+                     "summary": summarise([r["metrics"] for r in results]),
+                     "command": command_line(family, model_name, seeds, steps, settings, task, which, tag)})
     old = RESULTS / f"{name}.json"
     if old.exists():            # rows not rerun this time stay as they were
         kept = {r["role"]: r for r in json.loads(old.read_text())["rows"]}
@@ -278,6 +279,17 @@ def run_family(name: str, seeds: int, trials: int | None, which: list[str], runs
     write(name, task, settings, seeds, rows, which, steps, model_name, recipe, family=family, tag=tag)
 
 
+def command_line(family: str, model_name: str, seeds: int, steps: int | None, settings, task, which: list[str],
+                 tag: str | None) -> str:
+    """The ``scripts/recovered.py`` command that makes a family's rows (defaults left out)."""
+    return (f"python scripts/recovered.py {family}" + (f" --model {model_name}" if model_name != "gpt2" else "")
+            + (f" --seeds {seeds}" if seeds != 3 else "")
+            + (f" --steps {steps}" if steps is not None else "")
+            + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "")
+            + (f" --rows {','.join(which)}" if set(which) != {"broad", "narrow"} else "")
+            + (f" --tag {tag}" if tag else ""))
+
+
 def out_name(family: str, model_name: str = "gpt2", tag: str | None = None) -> str:
     """``<family>[-<model>][-<tag>]``: the stem of a family's results files."""
     return family + ("" if model_name == "gpt2" else f"-{model_name}") + (f"-{tag}" if tag else "")
@@ -287,12 +299,13 @@ def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[s
           model_name: str = "gpt2", recipe=None, family: str | None = None, tag: str | None = None) -> None:
     family = family or (name if model_name == "gpt2" else name[: -len(model_name) - 1])
     recipe = recipe or task
-    cmd = f"python scripts/recovered.py {family}" + (f" --model {model_name}" if model_name != "gpt2" else "") \
-        + (f" --seeds {seeds}" if seeds != 3 else "") \
-        + (f" --steps {steps}" if steps is not None else "") \
-        + (f" --trials {settings.trials}" if settings.trials != task.section("evaluate").get("trials") else "") \
-        + (f" --rows {','.join(which)}" if set(which) != {"broad", "narrow"} else "") \
-        + (f" --tag {tag}" if tag else "")
+    cmd = command_line(family, model_name, seeds, steps, settings, task, which, tag)
+    made = {r.get("command", cmd): None for r in rows if r["role"] != "ceiling"}   # kept rows keep their command
+    if len(made) > 1:
+        by = {c: [r["label"] for r in rows if r["role"] != "ceiling" and r.get("command", cmd) == c] for c in made}
+        cmd_text = "; ".join(f"`OMP_NUM_THREADS=1 {c}` ({', '.join(labels)})" for c, labels in by.items())
+    else:
+        cmd_text = f"`OMP_NUM_THREADS=1 {cmd}`"
     counts = {len(r["runs"]) for r in rows if r["role"] != "ceiling"}
     if len(counts) > 1:
         over = ("each row's training seeds (how many: its certified column; rows run with other --seeds "
@@ -302,7 +315,7 @@ def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[s
     else:
         over = "one training seed (0; no spread across seeds yet, shown as –)"
     md = (f"# {name}: a model that has recovered its world, and one that has not\n\n"
-          f"Made by `OMP_NUM_THREADS=1 {cmd}` (task `tasks/{recipe.name}.toml`"
+          f"Made by {cmd_text} (task `tasks/{recipe.name}.toml`"
           + ("" if model_name == "gpt2" else
              f", its [model] replaced by {'an' if model_name == 'lstm' else 'a'} {model_name.upper()}: "
              + ", ".join(f"{k} = {v}" for k, v in MODELS[model_name].items() if k != "family")

@@ -100,6 +100,13 @@ def test_tiny_toy_run_writes_both_rows_with_its_command(tmp_path, monkeypatch):
     assert "| toy | GPT-2 (0.80M), 4 steps | uniform walks |" in table
     assert "| toy | GPT-2 (0.80M), 6 steps | uniform walks |" in table
     assert "6 steps | skewed walks" not in table
+    # the narrow row added by a second command: the file names both commands, each with its rows
+    rec.main(["toy", "--seeds", "1", "--steps", "6", "--trials", "12", "--rows", "narrow", "--tag", "6",
+              "--runs", str(tmp_path / "runs")])
+    tagged = (tmp_path / "results" / "toy-6.md").read_text()
+    assert ("`OMP_NUM_THREADS=1 python scripts/recovered.py toy --seeds 1 --steps 6 --trials 12 --rows broad --tag 6` "
+            "(uniform walks); `OMP_NUM_THREADS=1 python scripts/recovered.py toy --seeds 1 --steps 6 --trials 12 "
+            "--rows narrow --tag 6` (skewed walks)") in tagged
 
 
 def test_a_recurrent_model_gets_a_derived_task_reading_the_recipes_data(tmp_path):
