@@ -100,6 +100,12 @@ def length_bound(model: SequenceModel) -> tuple[int | None, str]:
     return None, "none"
 
 
+def bound_words(source: str | None) -> str:
+    """What a :func:`length_bound` source means, in words, for reports and errors."""
+    return {"trained": "the longest sequence the model was trained on",
+            "context": "the model's context"}.get(source or "", "the longest query allowed")
+
+
 def context_room(model: SequenceModel, prefix_len: int, want: int) -> int:
     """How many tokens may follow a prefix inside :func:`length_bound` (at most ``want``).
 

@@ -169,9 +169,10 @@ class ModelAcceptor:
         if self.max_word_len is not None and words:
             longest = max(len(w) for w in words)
             if longest > self.max_word_len:
-                what = {"trained": "the longest sequence the model was trained on",
-                        "context": "the model's context"}.get(self.bound_source, "the longest query allowed")
-                raise ExtractionStopped(f"a query of {longest} tokens would exceed {what} ({self.max_word_len} tokens)")
+                from ..metrics import bound_words
+
+                raise ExtractionStopped(f"a query of {longest} tokens would exceed {bound_words(self.bound_source)} "
+                                        f"({self.max_word_len} tokens)")
 
     # -- membership ----------------------------------------------------------------
     def accepted(self, words: Sequence[Sequence[Token]]) -> list[bool]:

@@ -73,9 +73,9 @@ def _word_bound(settings: dict) -> str:
     n = settings.get("max_word_len")
     if n is None:
         return ""
-    why = {"trained": "the longest sequence the model was trained on", "context": "the model's context"}.get(
-        settings.get("max_word_len_source"), "as given")
-    return f", queries of at most {n} tokens ({why})"
+    from ..metrics import bound_words
+
+    return f", queries of at most {n} tokens ({bound_words(settings.get('max_word_len_source'))})"
 
 
 def report_markdown(title: str, command: str, settings: dict, ex: Extraction, d: Diff, agree: dict,
