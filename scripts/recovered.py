@@ -295,10 +295,8 @@ def out_name(family: str, model_name: str = "gpt2", tag: str | None = None) -> s
     return family + ("" if model_name == "gpt2" else f"-{model_name}") + (f"-{tag}" if tag else "")
 
 
-def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str], steps: int | None = None,
-          model_name: str = "gpt2", recipe=None, family: str | None = None, tag: str | None = None) -> None:
-    family = family or (name if model_name == "gpt2" else name[: -len(model_name) - 1])
-    recipe = recipe or task
+def write(name: str, task, settings, seeds: int, rows: list[dict], which: list[str], steps: int | None,
+          model_name: str, recipe, family: str, tag: str | None = None) -> None:
     cmd = command_line(family, model_name, seeds, steps, settings, task, which, tag)
     made = {r.get("command", cmd): None for r in rows if r["role"] != "ceiling"}   # kept rows keep their command
     if len(made) > 1:

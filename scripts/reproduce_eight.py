@@ -326,7 +326,9 @@ def metrics_part(args, work: Path, out: Path) -> dict:
               "evaluations and detours of this run, which reuses finished checkpoints and trial logs): " + ", ".join(f"{k} {v / 60:.1f} min"
                                                                        for k, v in seconds.items()) + "."]
     (out / "metrics.md").write_text("\n".join(lines) + "\n")
-    conventions = {k: settings.to_dict().get(k) for k in ("keep_top", "next_token_positions", "next_token_pooling")}
+    from worldmodel.results import CONVENTION_KEYS
+
+    conventions = {k: settings.to_dict().get(k) for k in CONVENTION_KEYS}
     (out / "metrics.json").write_text(json.dumps({"command": _command(), "rows": rows, "length_bound": bounds,
                                                   "conventions": conventions, "training": train_info,
                                                   "detours": detours, "seconds": seconds}, indent=1, default=float))
